@@ -1,0 +1,191 @@
+"""What every format module shares: the error type, typed field access that names
+the place of a problem, and streaming JSON readers.
+
+A format module exposes ``NAME``, ``sniff(head: bytes, path) -> bool`` and
+``read(path) -> Iterator[Item]``; ``registry.py`` finds them by name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from nlac_core.records import TaskRecord, TrajectoryRecord
+
+
+class FormatError(ValueError):
+    """A file that cannot be imported, with the place: file, record or line, field."""
+
+    def __init__(self, path: str | Path, where: str, message: str, field: str = ""):
+        self.path = str(path)
+        self.where = where
+        self.field = field
+        self.message = message
+        place = ", ".join(p for p in (Path(self.path).name, where, f"field '{field}'" if field else "") if p)
+        super().__init__(f"{place}: {message}")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing read from a file, with its place (``record 3``, ``line 12``)."""
+
+    where: str
+    index: int
+    record: TrajectoryRecord | TaskRecord
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
+               dict: "an object", list: "a list", type(None): "null"}
+
+
+def _describe(types: tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+
+
+class Obj:
+    """A JSON object being read, that knows where it is in the file.
+
+    ``Obj(data, ctx, "traj[2]").req("role", str)`` raises a FormatError naming
+    ``field 'traj[2].role'`` when the field is missing or of the wrong type.
+    """
+
+    def __init__(self, data: Any, ctx: Context, path: str = ""):
+        self.ctx = ctx
+        self.path = path
+        if not isinstance(data, dict):
+            ctx.fail(f"expected an object, got {_json_type(data)}", path)
+        self.data: dict[str, Any] = data
+
+    def _field(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def has(self, key: str) -> bool:
+        return key in self.data and self.data[key] is not None
+
+    def req(self, key: str, *types: type) -> Any:
+        if key not in self.data:
+            self.ctx.fail("missing required field", self._field(key))
+        return self._check(key, self.data[key], types)
+
+    def opt(self, key: str, *types: type, default: Any = None) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        return self._check(key, value, types)
+
+    def obj(self, key: str, required: bool = True) -> Obj | None:
+        if not required and self.data.get(key) is None:
+            return None
+        return Obj(self.req(key, dict), self.ctx, self._field(key))
+
+    def objs(self, key: str, required: bool = True) -> list[Obj]:
+        items = self.req(key, list) if required else (self.opt(key, list) or [])
+        return [Obj(v, self.ctx, f"{self._field(key)}[{i}]") for i, v in enumerate(items)]
+
+    def _check(self, key: str, value: Any, types: tuple[type, ...]) -> Any:
+        if not types:
+            return value
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if float in types and isinstance(value, int) and not isinstance(value, bool):
+            ok = True
+        if not ok:
+            self.ctx.fail(f"expected {_describe(types)}, got {_json_type(value)}", self._field(key))
+        return value
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+@dataclass
+class Context:
+    """Where the reader is: the file and the record or line being read."""
+
+    path: str
+    where: str = ""
+
+    def fail(self, message: str, field: str = "") -> None:
+        raise FormatError(self.path, self.where, message, field)
+
+
+def head_bytes(path: str | Path, size: int = 4096) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(size)
+
+
+def first_json_char(head: bytes) -> str:
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return chr(text[0]) if text else ""
+
+
+def stream_array(path: str | Path, prefix: str = "item") -> Iterator[Any]:
+    """Items of a (possibly huge) JSON array, one at a time, floats as floats."""
+    with open(path, "rb") as f:
+        try:
+            yield from ijson.items(f, prefix, use_float=True)
+        except ijson.JSONError as exc:
+            raise FormatError(path, "", f"malformed JSON: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise FormatError(path, f"byte {exc.start}", "the file is not UTF-8 text") from exc
+
+
+def stream_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) for each non-blank line of a JSONL file."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FormatError(path, f"line {lineno}", "the line is not UTF-8 text") from exc
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(path, f"line {lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}") from exc
+
+
+def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
+    """Tool-call arguments as a dict: OpenAI sends a JSON string, tau2 a dict."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            ctx.fail(f"tool-call arguments are not valid JSON: {exc.msg}", field)
+        if not isinstance(value, dict):
+            ctx.fail(f"tool-call arguments must be a JSON object, got {_json_type(value)}", field)
+        return value
+    ctx.fail(f"expected an object or a JSON string, got {_json_type(raw)}", field)
+    raise AssertionError  # unreachable: fail() raises
+
+
+def content_text(value: Any, ctx: Context, field: str) -> str | None:
+    """Message content as text: a string, null, or a list of OpenAI/Inspect content parts."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for i, part in enumerate(value):
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text", part.get("reasoning", ""))
+                if not isinstance(text, str):
+                    ctx.fail("content part text must be a string", f"{field}[{i}].text")
+                parts.append(text)
+            else:
+                ctx.fail(f"expected a content part, got {_json_type(part)}", f"{field}[{i}]")
+        return "\n".join(parts)
+    ctx.fail(f"expected a string, null or a list of parts, got {_json_type(value)}", field)
+    raise AssertionError

@@ -1,0 +1,104 @@
+"""Our own lossless JSONL: one trajectory record per line, ``{"schema": SCHEMA, ...}``.
+
+Export -> import round-trips exactly: every field of :class:`TrajectoryRecord`
+is written, and the reader validates every field so a hand-edited file fails
+with the line and field that is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from nlac_core.formats.base import Context, Item, Obj, stream_lines
+from nlac_core.records import ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord, canonical_json, to_dict
+
+NAME = "nlac-jsonl"
+SCHEMA = "nlac.trajectory.v1"
+
+
+def sniff(head: bytes, path: Path) -> bool:
+    return b'"schema"' in head.split(b"\n", 1)[0] and SCHEMA.encode() in head.split(b"\n", 1)[0]
+
+
+def dumps(record: TrajectoryRecord) -> str:
+    return canonical_json({"schema": SCHEMA, **to_dict(record)})
+
+
+def write(records: Iterable[TrajectoryRecord], out: IO[str]) -> int:
+    n = 0
+    for record in records:
+        out.write(dumps(record) + "\n")
+        n += 1
+    return n
+
+
+def _task(t: Obj) -> TaskRecord:
+    return TaskRecord(
+        external_id=t.req("external_id", str),
+        instruction=t.req("instruction", str),
+        gold_actions=tuple(a.data for a in t.objs("gold_actions")),
+        gold_outputs=tuple(t.req("gold_outputs", list)),
+        gold_answer=t.opt("gold_answer", str),
+        split=t.req("split", str),
+        meta=t.req("meta", dict),
+    )
+
+
+def _message(m: Obj) -> Message:
+    role = m.req("role", str)
+    if role not in ROLES:
+        m.ctx.fail(f"unknown role {role!r}", f"{m.path}.role")
+    return Message(
+        role=role,
+        content=m.opt("content", str),
+        tool_calls=tuple(ToolCall(id=tc.req("id", str), name=tc.req("name", str),
+                                  arguments=tc.req("arguments", dict), requestor=tc.req("requestor", str))
+                         for tc in m.objs("tool_calls")),
+        tool_call_id=m.opt("tool_call_id", str),
+        name=m.opt("name", str),
+        requestor=m.opt("requestor", str),
+        turn_idx=m.opt("turn_idx", int),
+        meta=m.req("meta", dict),
+    )
+
+
+def parse(rec: Obj) -> TrajectoryRecord:
+    schema = rec.req("schema", str)
+    if schema != SCHEMA:
+        rec.ctx.fail(f"unsupported schema {schema!r} (this version reads {SCHEMA!r})", "schema")
+    reward = rec.opt("reward", float)
+    return TrajectoryRecord(
+        task=_task(rec.obj("task")),
+        messages=tuple(_message(m) for m in rec.objs("messages")),
+        trial=rec.req("trial", int),
+        source_model=rec.req("source_model", str),
+        source_checkpoint=rec.req("source_checkpoint", str),
+        user_model=rec.req("user_model", str),
+        reward=float(reward) if reward is not None else None,
+        reward_info=rec.opt("reward_info", dict),
+        termination_reason=rec.req("termination_reason", str),
+        error=rec.req("error", str),
+        cost=rec.opt("cost", float),
+        usage=rec.req("usage", dict),
+        external_id=rec.req("external_id", str),
+        policy=rec.req("policy", str),
+        meta=rec.req("meta", dict),
+    )
+
+
+def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
+    for index, (lineno, raw) in enumerate(stream_lines(path)):
+        ctx = Context(str(path), f"line {lineno}")
+        yield Item(ctx.where, index, parse(Obj(raw, ctx)))
+
+
+def loads_all(text: str) -> list[TrajectoryRecord]:
+    """Parse JSONL text already in memory (tests, small API payloads)."""
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            out.append(parse(Obj(json.loads(line), Context("<text>", f"line {lineno}"))))
+    return out

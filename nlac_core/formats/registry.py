@@ -1,0 +1,34 @@
+"""Formats by name, and auto-detection from a file's name and first bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+from nlac_core.formats import inspect_ai, nlac_jsonl, openai_jsonl, swe_agent, tau2_bench, tau_bench
+from nlac_core.formats.base import FormatError, Item, head_bytes
+
+# Order matters for detection: the most specific sniffers first.
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (
+    nlac_jsonl, inspect_ai, swe_agent, tau2_bench, tau_bench, openai_jsonl,
+)}
+
+
+def detect(path: str | Path) -> str:
+    path = Path(path)
+    head = head_bytes(path, 65536)
+    if not head.strip():
+        raise FormatError(path, "", "the file is empty")
+    for name, module in FORMATS.items():
+        if module.sniff(head, path):
+            return name
+    raise FormatError(path, "", f"could not detect the format; pass one of: {', '.join(FORMATS)}")
+
+
+def read(path: str | Path, fmt: str | None = None, source_model: str = "") -> Iterator[Item]:
+    """Items (tasks and trajectories) of a file, streamed. ``fmt`` overrides detection."""
+    name = fmt or detect(path)
+    if name not in FORMATS:
+        raise FormatError(path, "", f"unknown format {name!r}; known: {', '.join(FORMATS)}")
+    yield from FORMATS[name].read(path, source_model=source_model)

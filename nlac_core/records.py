@@ -1,0 +1,139 @@
+"""Typed records: the one shape every importer produces and every exporter reads.
+
+Frozen dataclasses so that a record can be hashed, compared and passed between
+processes without anyone mutating it on the way. Django models convert to and
+from these at one boundary (``webapp.trajectories.convert``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+REQUESTORS = ("assistant", "user")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One structured tool call: never flattened to text."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    requestor: str = "assistant"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message. ``tool_call_id`` links a tool result to its call;
+    ``requestor`` says whose tool a tool message answers (tau2 users have tools)."""
+
+    role: str
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    requestor: str | None = None
+    turn_idx: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_agent_step(self) -> bool:
+        """An agent step is an assistant turn: a reply, a tool call, or both."""
+        return self.role == "assistant"
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A task of a benchmark: the instruction (or problem) and, when known, the gold."""
+
+    external_id: str
+    instruction: str = ""
+    gold_actions: tuple[dict[str, Any], ...] = ()
+    gold_outputs: tuple[str, ...] = ()
+    gold_answer: str | None = None
+    split: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def content_hash(self) -> str:
+        """Two files may use the same task id for different tasks (two benchmarks in
+        one project, a harness-error stub): the id plus this hash is the task's identity."""
+        return hashlib.sha256(canonical_json(asdict(self)).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TrajectoryRecord:
+    """One episode of an agent on a task, as it happened."""
+
+    task: TaskRecord
+    messages: tuple[Message, ...]
+    trial: int = 0
+    source_model: str = ""
+    source_checkpoint: str = ""
+    user_model: str = ""
+    reward: float | None = None
+    reward_info: dict[str, Any] | None = None
+    termination_reason: str = ""
+    error: str = ""
+    cost: float | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    external_id: str = ""
+    policy: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Numbers come as int or float from JSON; a database gives floats back.
+        # Normalise once so that the content hash survives a store/load round trip.
+        for name in ("reward", "cost"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, float):
+                object.__setattr__(self, name, float(value))
+
+    @property
+    def steps(self) -> list[tuple[int, Message]]:
+        """(message index, message) of every agent step, in order."""
+        return [(i, m) for i, m in enumerate(self.messages) if m.is_agent_step]
+
+    @property
+    def success(self) -> bool:
+        return self.reward is not None and self.reward >= 1.0 - 1e-6
+
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON of everything that makes the episode what it is.
+
+        Provenance (which file, which record) is not part of the record, so the same
+        episode imported from two files, or re-imported from our own export, hashes
+        the same and is stored once.
+        """
+        return hashlib.sha256(canonical_json(to_dict(self)).encode()).hexdigest()
+
+
+def step_uid(content_hash: str, step_index: int) -> str:
+    """Stable identity of an agent step across databases: trajectory hash + step number."""
+    return f"{content_hash[:16]}:{step_index}"
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_dict(record: TrajectoryRecord) -> dict[str, Any]:
+    """Plain-JSON form of a record (tuples become lists)."""
+    return asdict(record)
+
+
+def from_dict(data: dict[str, Any]) -> TrajectoryRecord:
+    """Inverse of :func:`to_dict`; the caller validates the shape (see formats.nlac_jsonl)."""
+    task = dict(data["task"])
+    task["gold_actions"] = tuple(task.get("gold_actions") or ())
+    task["gold_outputs"] = tuple(task.get("gold_outputs") or ())
+    messages = []
+    for m in data["messages"]:
+        m = dict(m)
+        m["tool_calls"] = tuple(ToolCall(**tc) for tc in m.get("tool_calls") or ())
+        messages.append(Message(**m))
+    rest = {k: v for k, v in data.items() if k not in ("task", "messages")}
+    return TrajectoryRecord(task=TaskRecord(**task), messages=tuple(messages), **rest)

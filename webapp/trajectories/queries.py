@@ -1,0 +1,125 @@
+"""Read-side queries for the trajectory list: filters, sorts, keyset pagination.
+
+Keyset, not OFFSET: page 5,000 costs what page 1 costs. The cursor is the last
+row's (sort value, id), signed so that a hand-edited URL cannot inject values.
+Only summary columns are selected; message bodies are never read here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core import signing
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from webapp.trajectories.models import Message, Trajectory
+
+PAGE_SIZE = 25
+SEARCH_COUNT_CAP = 1000
+LIST_COLUMNS = ("id", "project_id", "project__name", "project__slug", "task__external_id", "trial",
+                "source_model", "reward", "success", "termination_reason", "n_messages", "n_steps", "preview",
+                "error", "created_at")
+
+# sort name -> (field, descending)
+SORTS: dict[str, tuple[str, bool]] = {
+    "newest": ("id", True),
+    "oldest": ("id", False),
+    "reward_desc": ("reward", True),
+    "reward_asc": ("reward", False),
+    "longest": ("n_messages", True),
+    "shortest": ("n_messages", False),
+}
+_SIGNER = signing.Signer(salt="trajectory-list-cursor")
+
+
+@dataclass
+class Page:
+    rows: list[dict[str, Any]]
+    next_cursor: str | None
+    count: int
+    count_capped: bool
+
+
+def filtered(params: dict[str, Any]) -> QuerySet[Trajectory]:
+    """Apply the validated filter form's cleaned data."""
+    qs = Trajectory.objects.all()
+    if params.get("project"):
+        qs = qs.filter(project=params["project"])
+    if params.get("task"):
+        qs = qs.filter(task__external_id=params["task"])
+    if params.get("source_model"):
+        qs = qs.filter(source_model=params["source_model"])
+    if params.get("outcome") == "success":
+        qs = qs.filter(success=True)
+    elif params.get("outcome") == "failure":
+        qs = qs.filter(success=False)
+    if params.get("reward_min") is not None:
+        qs = qs.filter(reward__gte=params["reward_min"])
+    if params.get("reward_max") is not None:
+        qs = qs.filter(reward__lte=params["reward_max"])
+    if params.get("termination_reason"):
+        qs = qs.filter(termination_reason=params["termination_reason"])
+    if params.get("q"):
+        qs = qs.filter(Exists(Message.objects.filter(trajectory=OuterRef("pk"), content__icontains=params["q"])))
+    return qs
+
+
+def encode_cursor(sort: str, row: dict[str, Any]) -> str:
+    field, _ = SORTS[sort]
+    return _SIGNER.sign_object([sort, row[field], row["id"]])
+
+
+def decode_cursor(sort: str, cursor: str) -> tuple[Any, int] | None:
+    try:
+        cursor_sort, value, last_id = _SIGNER.unsign_object(cursor)
+    except (signing.BadSignature, ValueError, TypeError):
+        return None
+    if cursor_sort != sort or not isinstance(last_id, int):
+        return None
+    return value, last_id
+
+
+def _after(field: str, desc: bool, value: Any, last_id: int) -> Q:
+    """Rows strictly after (value, id) in the sort order. NULL rewards sort last either way."""
+    op = "lt" if desc else "gt"
+    if field == "id":
+        return Q(**{f"id__{op}": last_id})
+    if value is None:
+        return Q(**{f"{field}__isnull": True, f"id__{op}": last_id})
+    return (Q(**{f"{field}__{op}": value}) | Q(**{field: value, f"id__{op}": last_id})
+            | Q(**{f"{field}__isnull": True}))
+
+
+def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None) -> Page:
+    sort = sort if sort in SORTS else "newest"
+    field, desc = SORTS[sort]
+    qs = filtered(params)
+    if params.get("q"):
+        count = qs.order_by()[: SEARCH_COUNT_CAP + 1].count()
+        capped = count > SEARCH_COUNT_CAP
+        count = min(count, SEARCH_COUNT_CAP)
+    else:
+        count, capped = qs.count(), False
+    if cursor:
+        decoded = decode_cursor(sort, cursor)
+        if decoded is not None:
+            qs = qs.filter(_after(field, desc, *decoded))
+    if field == "id":
+        order = ["-id" if desc else "id"]
+    else:
+        from django.db.models import F
+
+        key = F(field).desc(nulls_last=True) if desc else F(field).asc(nulls_last=True)
+        order = [key, "-id" if desc else "id"]
+    rows = list(qs.order_by(*order).values(*LIST_COLUMNS)[: PAGE_SIZE + 1])
+    next_cursor = encode_cursor(sort, rows[PAGE_SIZE - 1]) if len(rows) > PAGE_SIZE else None
+    return Page(rows=rows[:PAGE_SIZE], next_cursor=next_cursor, count=count, count_capped=capped)
+
+
+def facet_values(project_id: int | None, field: str) -> list[str]:
+    """Distinct values of an indexed short column, for filter dropdowns."""
+    qs = Trajectory.objects.all()
+    if project_id:
+        qs = qs.filter(project_id=project_id)
+    return [v for v in qs.order_by(field).values_list(field, flat=True).distinct()[:200] if v]

@@ -1,0 +1,1 @@
+"""Writes for trajectories: imports, exports, cached project aggregates."""

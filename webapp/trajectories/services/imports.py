@@ -1,0 +1,154 @@
+"""Import files of any supported format into a project.
+
+Atomic per file (a malformed record anywhere rolls the whole file back and
+records a failed ImportBatch with the error's place), idempotent (a trajectory
+is stored once per project, by content hash; a file already imported is
+recognised by its sha256 and skipped without parsing), streaming (records are
+read one at a time and written in batches, so memory stays flat).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from nlac_core.formats import FormatError, detect, read
+from nlac_core.records import TaskRecord, TrajectoryRecord
+from webapp.trajectories import convert
+from webapp.trajectories.models import ImportBatch, Message, Project, Task, Trajectory
+from webapp.trajectories.services.projects import do_refresh_summary
+
+TRAJECTORY_BATCH = 500
+MESSAGE_BATCH = 5000
+
+
+@dataclass
+class ImportResult:
+    batch: ImportBatch
+    already_imported: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.batch.status == ImportBatch.SUCCEEDED
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class _Writer:
+    """Buffers trajectories and writes them in batches inside the file's transaction."""
+
+    def __init__(self, project: Project, batch: ImportBatch, display_name: str, fmt: str):
+        self.project = project
+        self.batch = batch
+        self.display_name = display_name
+        self.fmt = fmt
+        self.tasks: dict[tuple[str, str], Task] = {(t.external_id, t.content_hash): t
+                                                   for t in Task.objects.filter(project=project)}
+        self.pending: list[tuple[int, TrajectoryRecord, str]] = []
+        self.seen_hashes: set[str] = set()
+
+    def task_for(self, record: TaskRecord) -> Task:
+        key = (record.external_id, record.content_hash())
+        task = self.tasks.get(key)
+        if task is None:
+            task = Task.objects.create(project=self.project, external_id=record.external_id,
+                                       content_hash=key[1], **convert.task_fields(record))
+            self.tasks[key] = task
+            self.batch.n_tasks += 1
+        return task
+
+    def add(self, index: int, record: TrajectoryRecord) -> None:
+        self.batch.n_records += 1
+        self.pending.append((index, record, record.content_hash()))
+        if len(self.pending) >= TRAJECTORY_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        hashes = [h for _, _, h in self.pending]
+        existing = set(Trajectory.objects.filter(project=self.project, content_hash__in=hashes)
+                       .values_list("content_hash", flat=True))
+        fresh = []
+        for index, record, h in self.pending:
+            if h in existing or h in self.seen_hashes:
+                self.batch.n_skipped += 1
+                continue
+            self.seen_hashes.add(h)
+            fresh.append((index, record, h))
+        rows = [convert.trajectory_row(record, self.project, self.task_for(record.task), h,
+                                       source_format=self.fmt, imported_from=self.display_name,
+                                       record_index=index, import_batch=self.batch)
+                for index, record, h in fresh]
+        created = Trajectory.objects.bulk_create(rows, batch_size=TRAJECTORY_BATCH)
+        messages: list[Message] = []
+        for row, (_, record, _) in zip(created, fresh, strict=True):
+            messages.extend(convert.message_rows(record, row.pk))
+            if len(messages) >= MESSAGE_BATCH:
+                Message.objects.bulk_create(messages, batch_size=MESSAGE_BATCH)
+                self.batch.n_messages += len(messages)
+                messages = []
+        Message.objects.bulk_create(messages, batch_size=MESSAGE_BATCH)
+        self.batch.n_messages += len(messages)
+        self.batch.n_added += len(fresh)
+        self.pending = []
+
+
+def do_import_file(
+    path: str | Path,
+    project: Project,
+    *,
+    fmt: str | None = None,
+    source_model: str = "",
+    user=None,
+    display_name: str | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """Import one file into ``project``. Never raises for bad input: the result's
+    batch has ``status=failed`` and an ``error`` that names the place."""
+    path = Path(path)
+    display_name = display_name or path.name
+    started = time.monotonic()
+    sha = file_sha256(path)
+    batch = ImportBatch(project=project, file_name=display_name, file_sha256=sha, file_size=path.stat().st_size,
+                        created_by=user if getattr(user, "is_authenticated", False) else None)
+    previous = ImportBatch.objects.filter(project=project, file_sha256=sha, status=ImportBatch.SUCCEEDED).first()
+    if previous is not None:
+        return ImportResult(previous, already_imported=True)
+    try:
+        batch.format = fmt or detect(path)
+        with transaction.atomic():
+            batch.status = ImportBatch.SUCCEEDED
+            batch.save()
+            writer = _Writer(project, batch, display_name, batch.format)
+            for item in read(path, batch.format, source_model=source_model):
+                if isinstance(item.record, TaskRecord):
+                    writer.task_for(item.record)
+                else:
+                    writer.add(item.index, item.record)
+                    if on_progress is not None:
+                        on_progress(1)
+            writer.flush()
+            batch.duration_s = time.monotonic() - started
+            batch.save()
+    except FormatError as exc:
+        batch.pk = None  # the row saved inside the rolled-back transaction is gone
+        batch.status = ImportBatch.FAILED
+        batch.error = str(exc)
+        batch.n_added = batch.n_messages = batch.n_tasks = 0
+        batch.duration_s = time.monotonic() - started
+        batch.save()
+        return ImportResult(batch)
+    do_refresh_summary(project)
+    return ImportResult(batch)

@@ -1,0 +1,109 @@
+"""Trajectory pages. Thin: validate, fetch through access, call one service, render.
+htmx requests get the named partial of the same template, so every swap also
+works as a plain page load without JavaScript."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages as flash
+from django.shortcuts import redirect, render
+from django.utils.text import get_valid_filename
+from django.views.decorators.http import require_http_methods
+
+from webapp.trajectories import access, detail, queries
+from webapp.trajectories.forms import TrajectoryFilterForm, UploadForm
+from webapp.trajectories.models import ImportBatch, Project
+from webapp.trajectories.services.imports import do_import_file
+from webapp.trajectories.services.projects import do_get_or_create_project
+
+
+def home(request):
+    access.require_browse(request.user)
+    return render(request, "trajectories/home.html", {
+        "projects": Project.objects.all(),
+        "recent_imports": ImportBatch.objects.select_related("project", "created_by")[:10],
+    })
+
+
+def _list_context(request, project: Project | None = None) -> dict:
+    data = request.GET.copy()
+    if project is not None:
+        data["project"] = project.slug
+    form = TrajectoryFilterForm(data)
+    params = form.cleaned_data if form.is_valid() else {}
+    sort = params.get("sort") or "newest"
+    result = queries.page(params, sort, params.get("cursor") or None)
+    keep = {k: v for k, v in request.GET.items() if k != "cursor" and v}
+    if project is not None:
+        keep.pop("project", None)
+    next_url = f"?{urlencode({**keep, 'cursor': result.next_cursor})}" if result.next_cursor else None
+    chosen = params.get("project") or project
+    return {
+        "form": form,
+        "page": result,
+        "project": chosen,
+        "next_url": next_url,
+        "first_url": f"?{urlencode(keep)}" if keep else "?",
+        "is_continuation": bool(params.get("cursor")),
+        "source_models": queries.facet_values(chosen.pk if chosen else None, "source_model"),
+        "termination_reasons": queries.facet_values(chosen.pk if chosen else None, "termination_reason"),
+    }
+
+
+def trajectory_list(request):
+    access.require_browse(request.user)
+    context = _list_context(request)
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "trajectories/list.html#results", context)
+    return render(request, "trajectories/list.html", context)
+
+
+def project_detail(request, slug: str):
+    project = access.get_project(request.user, slug)
+    context = _list_context(request, project)
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "trajectories/list.html#results", context)
+    return render(request, "trajectories/list.html", context)
+
+
+def trajectory_detail(request, pk: int):
+    trajectory = access.get_trajectory(request.user, pk)
+    return render(request, "trajectories/detail.html", detail.context(trajectory))
+
+
+@require_http_methods(["GET", "POST"])
+def import_upload(request):
+    access.require_import(request.user)
+    form = UploadForm(request.POST or None, request.FILES or None)
+    result = None
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        folder = settings.UPLOAD_DIR / uuid.uuid4().hex
+        folder.mkdir(parents=True)
+        path = folder / (get_valid_filename(upload.name) or "upload")
+        try:
+            with open(path, "wb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+            project = do_get_or_create_project(form.cleaned_data["project"])
+            result = do_import_file(path, project, fmt=form.cleaned_data["format"] or None,
+                                    source_model=form.cleaned_data["source_model"], user=request.user,
+                                    display_name=upload.name)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if result.ok:
+            b = result.batch
+            if result.already_imported:
+                flash.info(request, f"{upload.name} was already imported into {project.name}: nothing added.")
+            else:
+                flash.success(request, f"Imported {upload.name} into {project.name}: {b.n_added} trajectories added, "
+                                       f"{b.n_skipped} already there, {b.n_messages} messages.")
+            return redirect("project_detail", slug=project.slug)
+        status = 400
+    else:
+        status = 400 if request.method == "POST" else 200
+    return render(request, "trajectories/upload.html", {"form": form, "result": result}, status=status)

@@ -1,0 +1,1 @@
+"""Celery workers: thin tasks that take ids and call nlac_core / webapp services."""

@@ -1,0 +1,3 @@
+from workers.tasks.health import ping
+
+__all__ = ["ping"]
