@@ -109,6 +109,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True  # serve from the app folders too: no collectstatic step for `make run`
 
 # Uploads: small files are imported in the request; the limit keeps a request bounded.

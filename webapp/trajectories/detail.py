@@ -59,19 +59,21 @@ def breakdown(reward_info: dict[str, Any] | None) -> list[tuple[str, Any]]:
 def context(trajectory: Trajectory) -> dict[str, Any]:
     messages = list(trajectory.messages.order_by("position"))
     views = [MessageView(m) for m in messages]
+    # One pass in order: a result answers the latest call with its id before it
+    # (agents do reuse call ids within an episode).
     calls: dict[str, tuple[int, ToolCallView]] = {}
     for v in views:
-        for tc in v.message.tool_calls:
-            tcv = ToolCallView(id=str(tc.get("id", "")), name=str(tc.get("name", "")),
+        m = v.message
+        for tc in m.tool_calls:
+            call_id = str(tc.get("id", ""))
+            tcv = ToolCallView(id=call_id, name=str(tc.get("name", "")),
                                arguments_json=pretty_json(tc.get("arguments", {})),
                                requestor=str(tc.get("requestor") or "assistant"),
-                               anchor=anchor_for_call(str(tc.get("id", ""))))
+                               anchor=f"{anchor_for_call(call_id)}-m{m.position}")
             v.tool_calls.append(tcv)
-            calls[tcv.id] = (v.message.position, tcv)
-    for v in views:
-        m = v.message
+            calls[call_id] = (m.position, tcv)
         if m.role == "tool" and m.tool_call_id in calls:
-            position, tcv = calls[m.tool_call_id]
+            position, tcv = calls.pop(m.tool_call_id)
             v.call_position, v.call_name = position, tcv.name
             tcv.result_position = m.position
     steps = [v for v in views if v.message.step_index is not None]

@@ -34,7 +34,8 @@ def _list_context(request, project: Project | None = None) -> dict:
     if project is not None:
         data["project"] = project.slug
     form = TrajectoryFilterForm(data)
-    params = form.cleaned_data if form.is_valid() else {}
+    form.is_valid()
+    params = form.cleaned_data  # the valid filters; invalid ones are reported and ignored
     sort = params.get("sort") or "newest"
     result = queries.page(params, sort, params.get("cursor") or None)
     keep = {k: v for k, v in request.GET.items() if k != "cursor" and v}

