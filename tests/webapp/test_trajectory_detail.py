@@ -20,6 +20,7 @@ def test_it_shows_tool_calls_with_pretty_json_and_links_results_to_calls(client_
     assert f'href="#m{result.position}">result' in body and f'href="#m{call.position}">↑ call' in body
     assert "{\n  &quot;user_id&quot;: &quot;mia_li_3668&quot;\n}" in body  # indented JSON, escaped
     assert "<summary>System / policy" in body  # the long policy is collapsed
+    assert 'class="flash"' not in body  # the conversation is not mistaken for flash messages
 
 
 def test_it_lists_every_agent_step_in_the_step_index(client_for, tau_project):

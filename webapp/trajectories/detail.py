@@ -81,7 +81,7 @@ def context(trajectory: Trajectory) -> dict[str, Any]:
     return {
         "trajectory": trajectory,
         "task": task,
-        "messages": views,
+        "conversation": views,
         "steps": steps,
         "breakdown": breakdown(trajectory.reward_info),
         "gold_actions": [pretty_json(a) for a in task.gold_actions],
