@@ -52,6 +52,10 @@ def test_it_filters_by_outcome_task_termination_and_reward(client_for, tau_proje
     assert client.get(base + "?reward_min=1").context["page"].count == 84
     assert client.get(base + "?source_model=gpt-4o-airline").context["page"].count == 200
     assert client.get(base + "?source_model=nobody").context["page"].count == 0
+    body = client.get(base).content.decode()  # the dropdowns offer what the project has
+    for reason in ("max_steps", "transfer", "user_stop"):
+        assert f'<option value="{reason}">' in body
+    assert '<option value="gpt-4o-airline">' in body
 
 
 def test_it_searches_the_text_of_messages(client_for, tau_project):

@@ -26,6 +26,7 @@ class Project(models.Model):
     n_messages = models.BigIntegerField(default=0)
     mean_reward = models.FloatField(null=True, blank=True)
     pass_hat_k = models.JSONField(default=dict, blank=True)
+    facets = models.JSONField(default=dict, blank=True)  # filter choices: {"source_model": [...], ...}
 
     class Meta:
         ordering = ["name"]

@@ -117,9 +117,9 @@ def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None
     return Page(rows=rows[:PAGE_SIZE], next_cursor=next_cursor, count=count, count_capped=capped)
 
 
-def facet_values(project_id: int | None, field: str) -> list[str]:
-    """Distinct values of an indexed short column, for filter dropdowns."""
-    qs = Trajectory.objects.all()
-    if project_id:
-        qs = qs.filter(project_id=project_id)
-    return [v for v in qs.order_by(field).values_list(field, flat=True).distinct()[:200] if v]
+def facet_values(project, field: str) -> list[str]:
+    """Filter choices, from the cached per-project facets (never a DISTINCT scan per request)."""
+    from webapp.trajectories.models import Project
+
+    projects = [project] if project is not None else Project.objects.only("facets")
+    return sorted({v for p in projects for v in (p.facets or {}).get(field, [])})

@@ -50,8 +50,8 @@ def _list_context(request, project: Project | None = None) -> dict:
         "next_url": next_url,
         "first_url": f"?{urlencode(keep)}" if keep else "?",
         "is_continuation": bool(params.get("cursor")),
-        "source_models": queries.facet_values(chosen.pk if chosen else None, "source_model"),
-        "termination_reasons": queries.facet_values(chosen.pk if chosen else None, "termination_reason"),
+        "source_models": queries.facet_values(chosen, "source_model"),
+        "termination_reasons": queries.facet_values(chosen, "termination_reason"),
     }
 
 

@@ -9,6 +9,9 @@ from django.utils.text import slugify
 from nlac_core.metrics import pass_hat_ks
 from webapp.trajectories.models import Message, Project, Trajectory
 
+FACET_FIELDS = ("source_model", "termination_reason")
+FACET_LIMIT = 200
+
 
 def do_get_or_create_project(name: str, domain: str = "") -> Project:
     name = name.strip()
@@ -40,5 +43,9 @@ def do_refresh_summary(project: Project) -> Project:
     project.mean_reward = agg["mean"]
     project.n_messages = Message.objects.filter(trajectory__project=project).count()
     project.pass_hat_k = {str(k): v for k, v in pass_hat_ks(task_outcomes(project)).items()}
-    project.save(update_fields=["n_trajectories", "n_tasks", "mean_reward", "n_messages", "pass_hat_k"])
+    project.facets = {
+        name: [v for v in trajectories.order_by(name).values_list(name, flat=True).distinct()[:FACET_LIMIT] if v]
+        for name in FACET_FIELDS
+    }
+    project.save(update_fields=["n_trajectories", "n_tasks", "mean_reward", "n_messages", "pass_hat_k", "facets"])
     return project
