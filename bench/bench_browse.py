@@ -28,7 +28,7 @@ def build(n_target: int) -> None:
     from django.db import connection, transaction
 
     from nlac_core.formats import read
-    from webapp.trajectories import convert
+    from webapp.trajectories import convert, search
     from webapp.trajectories.models import Message, Project, Task, Trajectory
     from webapp.trajectories.services.projects import do_get_or_create_project, do_refresh_summary
 
@@ -51,6 +51,7 @@ def build(n_target: int) -> None:
             rows.append((m.position, m.role, m.content, json.dumps(m.tool_calls), m.tool_call_id, m.name,
                          m.requestor, m.turn_idx, m.step_index, json.dumps(m.meta)))
         templates.append(rows)
+    documents = [search.document(r) for r in records]
     table = Message._meta.db_table
     sql = (f"INSERT INTO {table} ({', '.join(msg_cols)}) VALUES ({', '.join(['%s'] * len(msg_cols))})")
     copies = -(-n_target // len(records))
@@ -76,6 +77,7 @@ def build(n_target: int) -> None:
                 for t, tmpl in zip(created, templates, strict=False):
                     batch.extend((t.pk, *m) for m in tmpl)
                 cur.executemany(sql, batch)
+            search.index((t.pk, doc) for t, doc in zip(created, documents, strict=False))
             made += len(created)
         if c % 50 == 0:
             print(f"  built {made:,} trajectories in {time.perf_counter() - started:.0f}s")
@@ -149,7 +151,7 @@ def main() -> None:
         ("list, htmx partial, filter outcome=success", base + "?outcome=success"),
         (f"detail, {long_one.n_messages}-message trajectory", f"/trajectories/{long_one.pk}/"),
         ("search, common word (q=insurance)", base + "?q=insurance"),
-        ("search, a word no message has (full scan)", base + "?q=zqxj-nowhere"),
+        ("search, a word no message has", base + "?q=zqxjnowhere"),
     ]
     print(f"database: {connection.vendor}; {Trajectory.objects.count():,} trajectories, {n_msgs:,} messages; "
           f"size {db_size()}")

@@ -66,6 +66,22 @@ def test_it_searches_the_text_of_messages(client_for, tau_project):
     assert {r["id"] for r in page.rows} <= set(expected.values_list("id", flat=True))
 
 
+def test_it_finds_words_in_tool_arguments_and_needs_every_word(client_for, tau_project):
+    client = client_for("annotator")
+    base = f"/projects/{tau_project.slug}/"
+    with_arg = Trajectory.objects.filter(project=tau_project, messages__tool_calls__icontains="MDCLVA").distinct()
+    assert client.get(base + "?q=MDCLVA").context["page"].count == with_arg.count() > 0
+    both = client.get(base + "?q=MDCLVA+insurance").context["page"].count
+    assert 0 < both <= with_arg.count()
+    assert client.get(base + "?q=MDCLVA+zqxjnowhere").context["page"].count == 0
+
+
+@pytest.mark.parametrize("q", ['"unbalanced', "NEAR(a b)", "a* OR b", "col:term", "((", "-", "'; DROP TABLE x; --"])
+def test_it_treats_search_syntax_as_plain_words(client_for, tau_project, q):
+    response = client_for("annotator").get(f"/projects/{tau_project.slug}/", {"q": q})
+    assert response.status_code == 200
+
+
 def test_it_answers_htmx_with_only_the_results_partial(client_for, tau_project):
     client = client_for("annotator")
     full = client.get(f"/projects/{tau_project.slug}/?outcome=failure")

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core import signing
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
-from webapp.trajectories.models import Message, Trajectory
+from webapp.trajectories import search
+from webapp.trajectories.models import Trajectory
 
 PAGE_SIZE = 25
 SEARCH_COUNT_CAP = 1000
@@ -61,7 +62,7 @@ def filtered(params: dict[str, Any]) -> QuerySet[Trajectory]:
     if params.get("termination_reason"):
         qs = qs.filter(termination_reason=params["termination_reason"])
     if params.get("q"):
-        qs = qs.filter(Exists(Message.objects.filter(trajectory=OuterRef("pk"), content__icontains=params["q"])))
+        qs = search.matching(qs, params["q"])
     return qs
 
 
@@ -108,8 +109,6 @@ def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None
     if field == "id":
         order = ["-id" if desc else "id"]
     else:
-        from django.db.models import F
-
         key = F(field).desc(nulls_last=True) if desc else F(field).asc(nulls_last=True)
         order = [key, "-id" if desc else "id"]
     rows = list(qs.order_by(*order).values(*LIST_COLUMNS)[: PAGE_SIZE + 1])

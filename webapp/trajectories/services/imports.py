@@ -19,7 +19,7 @@ from django.db import transaction
 
 from nlac_core.formats import FormatError, detect, read
 from nlac_core.records import TaskRecord, TrajectoryRecord
-from webapp.trajectories import convert
+from webapp.trajectories import convert, search
 from webapp.trajectories.models import ImportBatch, Message, Project, Task, Trajectory
 from webapp.trajectories.services.projects import do_refresh_summary
 
@@ -101,6 +101,7 @@ class _Writer:
                 messages = []
         Message.objects.bulk_create(messages, batch_size=MESSAGE_BATCH)
         self.batch.n_messages += len(messages)
+        search.index((row.pk, search.document(record)) for row, (_, record, _) in zip(created, fresh, strict=True))
         self.batch.n_added += len(fresh)
         self.pending = []
 

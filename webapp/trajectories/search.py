@@ -1,0 +1,90 @@
+"""Full-text search over trajectories, one document per trajectory (its messages'
+text, tool names and tool arguments), in the database's own full-text index:
+an FTS5 table on SQLite, a GIN-indexed tsvector on PostgreSQL.
+
+Words, not substrings: ``mia_li_3668`` or ``refund policy`` match where those
+words appear, in any message. The table is not a Django model (neither index
+type is), so the SQL lives here and in migration 0003, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+
+from nlac_core.records import TrajectoryRecord
+
+TABLE = "trajectory_search"
+MAX_DOCUMENT_CHARS = 500_000  # PostgreSQL caps a tsvector at 1 MB; the opening of an episode is what people search
+
+CREATE_SQLITE = f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5(body, content='')"
+DROP_SQLITE = f"DROP TABLE IF EXISTS {TABLE}"
+CREATE_POSTGRES = [
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (trajectory_id bigint PRIMARY KEY REFERENCES trajectories_trajectory(id)"
+    " ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED, document tsvector NOT NULL)",
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_document ON {TABLE} USING gin (document)",
+]
+DROP_POSTGRES = f"DROP TABLE IF EXISTS {TABLE}"
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def document(record: TrajectoryRecord) -> str:
+    parts = []
+    for m in record.messages:
+        if m.content:
+            parts.append(m.content)
+        for tc in m.tool_calls:
+            parts.append(tc.name)
+            parts.append(json.dumps(tc.arguments, ensure_ascii=False))
+    if record.error:
+        parts.append(record.error)
+    return "\n".join(parts)[:MAX_DOCUMENT_CHARS]
+
+
+def index(rows: Iterable[tuple[int, str]]) -> None:
+    """Add (trajectory id, document) pairs to the index, in the caller's transaction."""
+    rows = list(rows)
+    if not rows:
+        return
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.executemany(f"INSERT INTO {TABLE} (trajectory_id, document) "
+                            "VALUES (%s, strip(to_tsvector('simple', %s))) ON CONFLICT DO NOTHING",
+                            [(tid, text.replace("\x00", "")) for tid, text in rows])
+        else:
+            cur.executemany(f"INSERT INTO {TABLE} (rowid, body) VALUES (%s, %s)", rows)
+
+
+def words(query: str) -> list[str]:
+    return _WORD.findall(query)[:20]
+
+
+def matching(qs: QuerySet, query: str) -> QuerySet:
+    """``qs`` narrowed to trajectories containing every word of ``query``."""
+    terms = words(query)
+    if not terms:
+        return qs
+    if connection.vendor == "postgresql":
+        # Every lexeme of every word. Documents are stored stripped of positions (a tsvector is capped
+        # at 1 MB), so mia_li_3668 matches its three lexemes anywhere rather than only in a row.
+        sql = f"SELECT trajectory_id FROM {TABLE} WHERE document @@ plainto_tsquery('simple', %s)"
+        return qs.filter(id__in=RawSQL(sql, [" ".join(terms)]))
+    # FTS5: each word quoted (so nothing the user types is FTS syntax), all required.
+    fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return qs.filter(id__in=RawSQL(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH %s", [fts_query]))
+
+
+def create(schema_editor) -> None:
+    statements = [CREATE_SQLITE] if schema_editor.connection.vendor == "sqlite" else CREATE_POSTGRES
+    for sql in statements:
+        schema_editor.execute(sql)
+
+
+def drop(schema_editor) -> None:
+    schema_editor.execute(DROP_SQLITE if schema_editor.connection.vendor == "sqlite" else DROP_POSTGRES)
