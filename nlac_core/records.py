@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -61,7 +61,7 @@ class TaskRecord:
     def content_hash(self) -> str:
         """Two files may use the same task id for different tasks (two benchmarks in
         one project, a harness-error stub): the id plus this hash is the task's identity."""
-        return hashlib.sha256(canonical_json(asdict(self)).encode()).hexdigest()
+        return hashlib.sha256(canonical_json(_plain(self)).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,21 @@ def canonical_json(value: Any) -> str:
 
 
 def to_dict(record: TrajectoryRecord) -> dict[str, Any]:
-    """Plain-JSON form of a record (tuples become lists)."""
-    return asdict(record)
+    """Plain-JSON form of a record (tuples become lists).
+
+    Unlike ``dataclasses.asdict`` it does not deep-copy: JSON values (meta,
+    arguments) are shared with the record, so treat the result as read-only.
+    Hashing every imported record made asdict's copies the import's top cost.
+    """
+    return _plain(record)
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def from_dict(data: dict[str, Any]) -> TrajectoryRecord:

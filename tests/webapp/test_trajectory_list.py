@@ -96,3 +96,11 @@ def test_it_ignores_a_tampered_cursor_and_a_bad_filter(client_for, tau_project):
     response = client.get(f"/projects/{tau_project.slug}/?cursor=forged&reward_min=abc")
     assert response.status_code == 200
     assert b"were not understood" in response.content
+
+
+def test_it_forgets_deleted_trajectories_in_search(client_for, tau_project):
+    client = client_for("annotator")
+    url = f"/projects/{tau_project.slug}/?q=mia_li_3668"
+    before = client.get(url).context["page"].count
+    Trajectory.objects.filter(project=tau_project, task__external_id="0").delete()
+    assert client.get(url).context["page"].count == before - 4
