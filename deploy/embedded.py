@@ -59,7 +59,7 @@ def start_redis(var: Path) -> subprocess.Popen | None:
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     var = Path(os.environ.get("NLAC_VAR_DIR", ROOT / "var"))
-    var.mkdir(exist_ok=True)
+    var.mkdir(parents=True, exist_ok=True)
     if port_open(HOST, PORT):
         raise SystemExit(f"Something is already listening on {HOST}:{PORT}; stop it or set NLAC_PORT.")
     manage("migrate", "--noinput", "-v", "0")

@@ -8,6 +8,8 @@ A format module exposes ``NAME``, ``sniff(head: bytes, path) -> bool`` and
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,8 +95,13 @@ class Obj:
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
         if float in types and isinstance(value, int) and not isinstance(value, bool):
             ok = True
+            if abs(value) > 1e300:
+                self.ctx.fail("number out of range", self._field(key))
         if not ok:
             self.ctx.fail(f"expected {_describe(types)}, got {_json_type(value)}", self._field(key))
+        if (isinstance(value, int) and not isinstance(value, bool) and str not in types and float not in types
+                and not -(2**31) <= value < 2**31):
+            self.ctx.fail("integer out of range (32-bit)", self._field(key))
         return value
 
 
@@ -115,6 +122,99 @@ class Context:
         raise FormatError(self.path, self.where, message, field)
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _clean_str(text: str) -> str:
+    """NUL (which PostgreSQL text cannot hold) and lone surrogates (which UTF-8 cannot encode)
+    become U+FFFD, the replacement character: the rest of the text is kept as it was."""
+    return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
+
+
+def clean(value: Any, ctx: Context, path: str = "") -> Any:
+    """Make freshly parsed JSON storable, in place: fix unstorable characters; refuse
+    NaN and infinities (no database stores them as JSON, and a reward of Infinity is a bug)."""
+    if isinstance(value, str):
+        return _clean_str(value)
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for key in list(node):
+                item = node[key]
+                child = f"{where}.{key}" if where else str(key)
+                if isinstance(key, str) and _UNSTORABLE.search(key):
+                    del node[key]
+                    key = _clean_str(key)
+                    node[key] = item
+                if isinstance(item, str):
+                    node[key] = _clean_str(item)
+                elif isinstance(item, float) and not math.isfinite(item):
+                    ctx.fail(f"{item} is not a number a database can store", child)
+                elif isinstance(item, (dict, list)):
+                    stack.append((item, child))
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = _clean_str(item)
+                elif isinstance(item, float) and not math.isfinite(item):
+                    ctx.fail(f"{item} is not a number a database can store", f"{where}[{i}]")
+                elif isinstance(item, (dict, list)):
+                    stack.append((item, f"{where}[{i}]"))
+        elif isinstance(node, float) and not math.isfinite(node):
+            ctx.fail(f"{node} is not a number a database can store", where)
+    return value
+
+
+def record(raw: Any, ctx: Context, path: str = "") -> Obj:
+    """A top-level record of a file: cleaned, then read through :class:`Obj`."""
+    return Obj(clean(raw, ctx, path), ctx, path)
+
+
+def loads(text: str | bytes, path: str | Path, where: str) -> Any:
+    """json.loads whose every failure is a FormatError naming the place."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8-sig")
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, where, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, where, f"not UTF-8 text (byte {exc.start})") from exc
+    except RecursionError as exc:
+        raise FormatError(path, where, "JSON nested too deeply") from exc
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise FormatError(path, where, f"unreadable JSON value: {exc}") from exc
+
+
+def top_level_kind(path: str | Path, key: str) -> str | None:
+    """The JSON type ('start_array', 'string', ...) of a top-level key, read by streaming
+    only as far as that key; None when the key is absent."""
+    with open(path, "rb") as f:
+        _skip_bom(f)
+        try:
+            for prefix, event, _ in ijson.parse(f):
+                if prefix == key and event != "map_key":
+                    return event
+        except (ijson.JSONError, UnicodeDecodeError, RecursionError, ValueError) as exc:
+            raise FormatError(path, "", f"malformed JSON: {exc}") from exc
+    return None
+
+
+def require_list(path: str | Path, key: str, required: bool = True) -> None:
+    kind = top_level_kind(path, key)
+    if kind is None and not required:
+        return
+    if kind != "start_array":
+        found = "missing" if kind is None else f"{kind.replace('start_', '').replace('map', 'object')}"
+        raise FormatError(path, "top level", f"expected a list, got {found}", key)
+
+
+def _skip_bom(f) -> None:
+    if f.read(3) != b"\xef\xbb\xbf":
+        f.seek(0)
+
+
 def head_bytes(path: str | Path, size: int = 4096) -> bytes:
     with open(path, "rb") as f:
         return f.read(size)
@@ -128,28 +228,26 @@ def first_json_char(head: bytes) -> str:
 def stream_array(path: str | Path, prefix: str = "item") -> Iterator[Any]:
     """Items of a (possibly huge) JSON array, one at a time, floats as floats."""
     with open(path, "rb") as f:
+        _skip_bom(f)
         try:
             yield from ijson.items(f, prefix, use_float=True)
         except ijson.JSONError as exc:
             raise FormatError(path, "", f"malformed JSON: {exc}") from exc
         except UnicodeDecodeError as exc:
             raise FormatError(path, f"byte {exc.start}", "the file is not UTF-8 text") from exc
+        except (RecursionError, ValueError) as exc:
+            raise FormatError(path, "", f"unreadable JSON: {exc}") from exc
 
 
 def stream_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON) for each non-blank line of a JSONL file."""
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise FormatError(path, f"line {lineno}", "the line is not UTF-8 text") from exc
-            if not line.strip():
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.strip():
                 continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(path, f"line {lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}") from exc
+            yield lineno, loads(raw, path, f"line {lineno}")
 
 
 def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
@@ -161,11 +259,11 @@ def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
             return {}
         try:
             value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            ctx.fail(f"tool-call arguments are not valid JSON: {exc.msg}", field)
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            ctx.fail(f"tool-call arguments are not valid JSON: {getattr(exc, 'msg', exc)}", field)
         if not isinstance(value, dict):
             ctx.fail(f"tool-call arguments must be a JSON object, got {_json_type(value)}", field)
-        return value
+        return clean(value, ctx, field)
     ctx.fail(f"expected an object or a JSON string, got {_json_type(raw)}", field)
     raise AssertionError  # unreachable: fail() raises
 

@@ -14,12 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nlac_core.formats.base import Context, FormatError, Item, Obj, content_text, first_json_char, stream_array
+from nlac_core.formats.base import (
+    Context,
+    FormatError,
+    Item,
+    Obj,
+    content_text,
+    first_json_char,
+    loads,
+    record,
+    require_list,
+    stream_array,
+)
 from nlac_core.records import ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord
 
 NAME = "inspect-ai"
 _LETTER_SCORES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _MSG_KNOWN = {"role", "content", "tool_calls", "tool_call_id", "function"}
+MAX_MEMBER_BYTES = 256 * 1024 * 1024  # one sample of an .eval archive, uncompressed
 
 
 def sniff(head: bytes, path: Path) -> bool:
@@ -93,18 +105,23 @@ def _read_eval_zip(path: Path, source_model: str) -> Iterator[Item]:
         if "header.json" not in names:
             raise FormatError(path, "header.json", "missing from the .eval archive")
         header = _load_member(archive, "header.json", path)
-        eval_info = Obj(header, Context(str(path), "header.json")).obj("eval").data
+        eval_info = record(header, Context(str(path), "header.json")).obj("eval").data
         samples = sorted(n for n in names if n.startswith("samples/") and n.endswith(".json"))
         for index, name in enumerate(samples):
             ctx = Context(str(path), name)
-            yield Item(name, index, parse_sample(Obj(_load_member(archive, name, path), ctx), eval_info, source_model))
+            sample = record(_load_member(archive, name, path), ctx)
+            yield Item(name, index, parse_sample(sample, eval_info, source_model))
 
 
 def _load_member(archive: zipfile.ZipFile, name: str, path: Path) -> Any:
+    size = archive.getinfo(name).file_size
+    if size > MAX_MEMBER_BYTES:
+        raise FormatError(path, name, f"member is {size} bytes uncompressed; the limit is {MAX_MEMBER_BYTES}")
     try:
-        return json.loads(archive.read(name))
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, name, f"malformed JSON: {exc.msg} at line {exc.lineno}") from exc
+        data = archive.read(name)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise FormatError(path, name, f"corrupt member of the .eval archive: {exc}") from exc
+    return loads(data, path, name)
 
 
 def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
@@ -112,8 +129,9 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     if path.suffix == ".eval":
         yield from _read_eval_zip(path, source_model)
         return
+    require_list(path, "samples", required=False)
     eval_raw = next(iter(stream_array(path, "eval")), None)
-    eval_info = Obj(eval_raw, Context(str(path), "eval")).data
+    eval_info = record(eval_raw, Context(str(path), "eval"), "eval").data
     for index, raw in enumerate(stream_array(path, "samples.item")):
         ctx = Context(str(path), f"sample {index}")
-        yield Item(ctx.where, index, parse_sample(Obj(raw, ctx, f"samples[{index}]"), eval_info, source_model))
+        yield Item(ctx.where, index, parse_sample(record(raw, ctx, f"samples[{index}]"), eval_info, source_model))

@@ -12,8 +12,17 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from nlac_core.formats.base import Context, Item, Obj, stream_lines
-from nlac_core.records import ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord, canonical_json, to_dict
+from nlac_core.formats.base import Context, Item, Obj, record, stream_lines
+from nlac_core.records import (
+    REQUESTORS,
+    ROLES,
+    Message,
+    TaskRecord,
+    ToolCall,
+    TrajectoryRecord,
+    canonical_json,
+    to_dict,
+)
 
 NAME = "nlac-jsonl"
 SCHEMA = "nlac.trajectory.v1"
@@ -23,14 +32,14 @@ def sniff(head: bytes, path: Path) -> bool:
     return b'"schema"' in head.split(b"\n", 1)[0] and SCHEMA.encode() in head.split(b"\n", 1)[0]
 
 
-def dumps(record: TrajectoryRecord) -> str:
-    return canonical_json({"schema": SCHEMA, **to_dict(record)})
+def dumps(trajectory: TrajectoryRecord) -> str:
+    return canonical_json({"schema": SCHEMA, **to_dict(trajectory)})
 
 
 def write(records: Iterable[TrajectoryRecord], out: IO[str]) -> int:
     n = 0
-    for record in records:
-        out.write(dumps(record) + "\n")
+    for trajectory in records:
+        out.write(dumps(trajectory) + "\n")
         n += 1
     return n
 
@@ -51,6 +60,9 @@ def _message(m: Obj) -> Message:
     role = m.req("role", str)
     if role not in ROLES:
         m.ctx.fail(f"unknown role {role!r}", f"{m.path}.role")
+    requestor = m.opt("requestor", str)
+    if requestor is not None and requestor not in REQUESTORS:
+        m.ctx.fail(f"unknown requestor {requestor!r}", f"{m.path}.requestor")
     return Message(
         role=role,
         content=m.opt("content", str),
@@ -59,7 +71,7 @@ def _message(m: Obj) -> Message:
                          for tc in m.objs("tool_calls")),
         tool_call_id=m.opt("tool_call_id", str),
         name=m.opt("name", str),
-        requestor=m.opt("requestor", str),
+        requestor=requestor,
         turn_idx=m.opt("turn_idx", int),
         meta=m.req("meta", dict),
     )
@@ -92,7 +104,7 @@ def parse(rec: Obj) -> TrajectoryRecord:
 def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     for index, (lineno, raw) in enumerate(stream_lines(path)):
         ctx = Context(str(path), f"line {lineno}")
-        yield Item(ctx.where, index, parse(Obj(raw, ctx)))
+        yield Item(ctx.where, index, parse(record(raw, ctx)))
 
 
 def loads_all(text: str) -> list[TrajectoryRecord]:

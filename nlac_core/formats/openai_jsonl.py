@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from nlac_core.formats.base import Context, Item, Obj, stream_lines
+from nlac_core.formats.base import Context, Item, Obj, record, stream_lines
 from nlac_core.formats.openai_chat import parse_message
 from nlac_core.records import TaskRecord, TrajectoryRecord
 
@@ -47,4 +47,4 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
     for index, (lineno, raw) in enumerate(stream_lines(path)):
         ctx = Context(str(path), f"line {lineno}")
-        yield Item(ctx.where, index, parse_line(Obj(raw, ctx), lineno, source_model))
+        yield Item(ctx.where, index, parse_line(record(raw, ctx), lineno, source_model))

@@ -7,11 +7,10 @@ submission and model stats. One file is one trajectory.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from nlac_core.formats.base import Context, FormatError, Item, Obj
+from nlac_core.formats.base import Context, FormatError, Item, loads, record
 from nlac_core.formats.openai_chat import parse_message
 from nlac_core.records import TaskRecord, TrajectoryRecord
 
@@ -27,12 +26,9 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
     if path.stat().st_size > MAX_BYTES:
         raise FormatError(path, "", f"file larger than {MAX_BYTES} bytes")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(path, f"line {exc.lineno}", f"malformed JSON: {exc.msg}") from exc
+    data = loads(path.read_bytes(), path, "")
     ctx = Context(str(path), "trajectory")
-    rec = Obj(data, ctx)
+    rec = record(data, ctx)
     history = rec.objs("history")
     messages = tuple(parse_message(m) for m in history)
     info = rec.obj("info", required=False)

@@ -13,7 +13,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from nlac_core.formats.base import Context, Item, Obj, content_text, first_json_char, head_bytes, stream_array
+from nlac_core.formats.base import (
+    Context,
+    Item,
+    Obj,
+    content_text,
+    first_json_char,
+    head_bytes,
+    record,
+    require_list,
+    stream_array,
+)
 from nlac_core.records import REQUESTORS, ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord
 
 NAME = "tau2-bench"
@@ -83,7 +93,7 @@ def parse_message(msg: Obj) -> Message:
     )
 
 
-def parse_simulation(sim: Obj, tasks: dict[str, TaskRecord], info: dict[str, Any]) -> TrajectoryRecord:
+def parse_simulation(sim: Obj, tasks: dict[str, TaskRecord], info: Obj) -> TrajectoryRecord:
     task_id = str(sim.req("task_id", str, int))
     task = tasks.get(task_id) or TaskRecord(external_id=task_id)
     reward_info = sim.opt("reward_info", dict)
@@ -93,20 +103,22 @@ def parse_simulation(sim: Obj, tasks: dict[str, TaskRecord], info: dict[str, Any
     agent_cost = sim.opt("agent_cost", float)
     user_cost = sim.opt("user_cost", float)
     usage = {k: v for k, v in (("agent_cost", agent_cost), ("user_cost", user_cost)) if v is not None}
-    env = info.get("environment_info") or {}
+    env = info.obj("environment_info", required=False)
+    agent = info.obj("agent_info", required=False)
+    user = info.obj("user_info", required=False)
     return TrajectoryRecord(
         task=task,
         messages=tuple(parse_message(m) for m in sim.objs("messages")),
         trial=sim.opt("trial", int, default=0),
-        source_model=str((info.get("agent_info") or {}).get("llm") or ""),
-        user_model=str((info.get("user_info") or {}).get("llm") or ""),
+        source_model=agent.opt("llm", str, default="") if agent else "",
+        user_model=user.opt("llm", str, default="") if user else "",
         reward=float(reward) if reward is not None else None,
         reward_info=reward_info,
         termination_reason=sim.opt("termination_reason", str, default=""),
         cost=agent_cost,
         usage=usage,
         external_id=str(sim.opt("id", str, default="")),
-        policy=str(env.get("policy") or ""),
+        policy=env.opt("policy", str, default="") if env else "",
         meta={k: v for k, v in sim.data.items() if k not in _SIM_KNOWN},
     )
 
@@ -122,19 +134,20 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     if first_json_char(head_bytes(path)) != "{":
         Context(str(path), "top level").fail(
             "expected a tau2-bench results object {timestamp, info, tasks, simulations}")
-    info_ctx = Context(str(path), "info")
-    info = _top_level(path, "info")
-    info = Obj(info, info_ctx, "info").data if info is not None else {}
+    require_list(path, "tasks", required=False)
+    require_list(path, "simulations")
+    info_raw = _top_level(path, "info")
+    info = record(info_raw if info_raw is not None else {}, Context(str(path), "info"), "info")
     tasks: dict[str, TaskRecord] = {}
     for index, raw in enumerate(stream_array(path, "tasks.item")):
         ctx = Context(str(path), f"task {index}")
-        task = parse_task(Obj(raw, ctx, f"tasks[{index}]"))
+        task = parse_task(record(raw, ctx, f"tasks[{index}]"))
         tasks[task.external_id] = task
         yield Item(ctx.where, index, task)
     for index, raw in enumerate(stream_array(path, "simulations.item")):
         ctx = Context(str(path), f"simulation {index}")
-        record = parse_simulation(Obj(raw, ctx, f"simulations[{index}]"), tasks, info)
+        sim = parse_simulation(record(raw, ctx, f"simulations[{index}]"), tasks, info)
         if source_model:
-            record = replace(record, source_model=source_model)
-        yield Item(ctx.where, index, record)
+            sim = replace(sim, source_model=source_model)
+        yield Item(ctx.where, index, sim)
 

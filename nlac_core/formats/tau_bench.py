@@ -11,7 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from nlac_core.formats.base import Context, Item, Obj, first_json_char, stream_array
+from nlac_core.formats.base import (
+    Context,
+    FormatError,
+    Item,
+    Obj,
+    first_json_char,
+    head_bytes,
+    record,
+    stream_array,
+)
 from nlac_core.formats.openai_chat import parse_message
 from nlac_core.records import TaskRecord, TrajectoryRecord
 
@@ -77,7 +86,9 @@ def parse_record(rec: Obj, source_model: str) -> TrajectoryRecord:
 
 def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
-    source_model = source_model or path.stem
+    if first_json_char(head_bytes(path)) != "[":
+        raise FormatError(path, "top level", "expected a JSON array of tau-bench EnvRunResult records")
+    source_model = source_model or path.stem[:200]  # tau-bench names its files after the model
     for index, raw in enumerate(stream_array(path)):
         ctx = Context(str(path), f"record {index}")
-        yield Item(ctx.where, index, parse_record(Obj(raw, ctx), source_model))
+        yield Item(ctx.where, index, parse_record(record(raw, ctx), source_model))

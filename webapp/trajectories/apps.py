@@ -6,10 +6,9 @@ class TrajectoriesConfig(AppConfig):
     label = "trajectories"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete
+        from django.db.models.signals import post_migrate
 
         from webapp.trajectories import search
-        from webapp.trajectories.models import Trajectory
 
-        post_delete.connect(lambda sender, instance, **kw: search.forget(instance.pk), sender=Trajectory,
-                            weak=False, dispatch_uid="trajectory-search-forget")
+        post_migrate.connect(lambda sender, using="default", **kw: search.prune(using), sender=self,
+                             weak=False, dispatch_uid="trajectory-search-prune")

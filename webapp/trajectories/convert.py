@@ -11,6 +11,32 @@ from webapp.trajectories.models import Message, Project, Task, Trajectory
 PREVIEW_CHARS = 280
 
 
+def _limit(model, field: str) -> int:
+    return model._meta.get_field(field).max_length
+
+
+def too_long(record: TrajectoryRecord) -> tuple[str, int] | None:
+    """The first value that does not fit its column, as (field, limit); None when all fit.
+    PostgreSQL refuses such a row; the importer turns this into an error naming the field."""
+    checks = [
+        ("task_id", record.task.external_id, _limit(Task, "external_id")),
+        ("task.split", record.task.split, _limit(Task, "split")),
+        ("source_model", record.source_model, _limit(Trajectory, "source_model")),
+        ("source_checkpoint", record.source_checkpoint, _limit(Trajectory, "source_checkpoint")),
+        ("user_model", record.user_model, _limit(Trajectory, "user_model")),
+        ("termination_reason", record.termination_reason, _limit(Trajectory, "termination_reason")),
+        ("external_id", record.external_id, _limit(Trajectory, "external_id")),
+    ]
+    for i, m in enumerate(record.messages):
+        checks += [(f"messages[{i}].tool_call_id", m.tool_call_id or "", _limit(Message, "tool_call_id")),
+                   (f"messages[{i}].name", m.name or "", _limit(Message, "name")),
+                   (f"messages[{i}].requestor", m.requestor or "", _limit(Message, "requestor"))]
+    for field, value, limit in checks:
+        if len(value) > limit:
+            return field, limit
+    return None
+
+
 def task_fields(record: TaskRecord) -> dict:
     return {
         "instruction": record.instruction,

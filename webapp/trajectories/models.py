@@ -66,6 +66,8 @@ class ImportBatch(models.Model):
     file_sha256 = models.CharField(max_length=64, db_index=True)
     file_size = models.BigIntegerField(default=0)
     format = models.CharField(max_length=50, blank=True)
+    requested_format = models.CharField(max_length=50, blank=True)  # the --format asked for, "" = detect
+    source_model = models.CharField(max_length=200, blank=True)  # the --source-model asked for
     status = models.CharField(max_length=20, choices=[(SUCCEEDED, SUCCEEDED), (FAILED, FAILED)])
     n_records = models.IntegerField(default=0)
     n_added = models.IntegerField(default=0)

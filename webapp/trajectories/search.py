@@ -25,7 +25,8 @@ MAX_DOCUMENT_CHARS = 500_000  # PostgreSQL caps a tsvector at 1 MB; the opening 
 CREATE_SQLITE = f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5(body, content='')"
 DROP_SQLITE = f"DROP TABLE IF EXISTS {TABLE}"
 # No foreign key: Django flushes test databases with TRUNCATE, which a referencing table would block.
-# Rows of deleted trajectories are removed by ``forget`` (a post_delete signal); ids are never reused.
+# A deleted trajectory's row stays until the next ``prune``: harmless, since every match is joined to
+# the live trajectories and ids are not reused (a flush, which resets ids, prunes).
 CREATE_POSTGRES = [
     f"CREATE TABLE IF NOT EXISTS {TABLE} (trajectory_id bigint PRIMARY KEY, document tsvector NOT NULL)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_document ON {TABLE} USING gin (document)",
@@ -56,19 +57,45 @@ def index(rows: Iterable[tuple[int, str]]) -> None:
     with connection.cursor() as cur:
         if connection.vendor == "postgresql":
             cur.executemany(f"INSERT INTO {TABLE} (trajectory_id, document) "
-                            "VALUES (%s, strip(to_tsvector('simple', %s))) ON CONFLICT DO NOTHING",
+                            "VALUES (%s, strip(to_tsvector('simple', %s))) "
+                            "ON CONFLICT (trajectory_id) DO UPDATE SET document = EXCLUDED.document",
                             [(tid, text.replace("\x00", "")) for tid, text in rows])
         else:
             cur.executemany(f"INSERT INTO {TABLE} (rowid, body) VALUES (%s, %s)", rows)
 
 
-def forget(trajectory_id: int) -> None:
-    """Drop a deleted trajectory's document. On SQLite the contentless FTS5 table cannot delete
-    without the original text; its stale row is harmless, since matches are joined to live ids
-    and SQLite ids are AUTOINCREMENT (never reused)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(f"DELETE FROM {TABLE} WHERE trajectory_id = %s", [trajectory_id])
+def clear() -> None:
+    """Empty the index (the rebuild command fills it again)."""
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.execute(f"DELETE FROM {TABLE}")
+        else:
+            cur.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('delete-all')")
+
+
+def prune(using: str = "default") -> None:
+    """Forget documents whose trajectory is gone. Runs after every migrate and flush
+    (post_migrate): a flush empties the tables and resets ids, which would otherwise
+    let old documents match new trajectories. The contentless FTS5 table of SQLite can
+    only be emptied as a whole, so there it acts when no trajectory is left."""
+    from django.db import connections
+
+    conn = connections[using]
+    table_names = conn.introspection.table_names()
+    if "trajectories_trajectory" not in table_names:
+        return
+    with conn.cursor() as cur:
+        if conn.vendor == "postgresql":
+            if TABLE in table_names:
+                cur.execute(f"DELETE FROM {TABLE} s WHERE NOT EXISTS "
+                            "(SELECT 1 FROM trajectories_trajectory t WHERE t.id = s.trajectory_id)")
+            return
+        cur.execute("SELECT name FROM sqlite_master WHERE name = %s", [TABLE])
+        if cur.fetchone() is None:
+            return
+        cur.execute("SELECT EXISTS (SELECT 1 FROM trajectories_trajectory)")
+        if not cur.fetchone()[0]:
+            cur.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('delete-all')")
 
 
 def words(query: str) -> list[str]:

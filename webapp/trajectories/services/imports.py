@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from nlac_core.formats import FormatError, detect, read
 from nlac_core.records import TaskRecord, TrajectoryRecord
@@ -35,6 +35,18 @@ class ImportResult:
     @property
     def ok(self) -> bool:
         return self.batch.status == ImportBatch.SUCCEEDED
+
+
+def _complete_import(project: Project, sha: str, fmt: str | None, source_model: str) -> ImportBatch | None:
+    """An earlier import of this exact file, with the same options, whose trajectories are all
+    still there: the one case where the file need not be read again."""
+    previous = ImportBatch.objects.filter(project=project, file_sha256=sha, status=ImportBatch.SUCCEEDED,
+                                          requested_format=fmt or "", source_model=source_model).first()
+    if previous is None or previous.n_skipped:
+        return None
+    if Trajectory.objects.filter(import_batch=previous).count() != previous.n_added:
+        return None
+    return previous
 
 
 def file_sha256(path: Path) -> str:
@@ -124,29 +136,43 @@ def do_import_file(
     sha = file_sha256(path)
     batch = ImportBatch(project=project, file_name=display_name, file_sha256=sha, file_size=path.stat().st_size,
                         created_by=user if getattr(user, "is_authenticated", False) else None)
-    previous = ImportBatch.objects.filter(project=project, file_sha256=sha, status=ImportBatch.SUCCEEDED).first()
+    previous = _complete_import(project, sha, fmt, source_model)
     if previous is not None:
         return ImportResult(previous, already_imported=True)
+    where = ""
     try:
         batch.format = fmt or detect(path)
         with transaction.atomic():
             batch.status = ImportBatch.SUCCEEDED
+            batch.requested_format = fmt or ""
+            batch.source_model = source_model
             batch.save()
             writer = _Writer(project, batch, display_name, batch.format)
             for item in read(path, batch.format, source_model=source_model):
+                where = item.where
                 if isinstance(item.record, TaskRecord):
                     writer.task_for(item.record)
                 else:
+                    overflow = convert.too_long(item.record)
+                    if overflow is not None:
+                        raise FormatError(path, item.where, f"longer than {overflow[1]} characters", overflow[0])
                     writer.add(item.index, item.record)
                     if on_progress is not None:
                         on_progress(1)
             writer.flush()
             batch.duration_s = time.monotonic() - started
             batch.save()
-    except FormatError as exc:
+    except (FormatError, DatabaseError, ValueError, OverflowError, RecursionError, UnicodeError) as exc:
+        # FormatError names its place; anything else the readers did not foresee (a value the
+        # database refuses, a concurrent import of the same records) still fails the file as a whole.
+        if isinstance(exc, FormatError):
+            error = str(exc)
+        else:
+            near = f", near {where}" if where else ""
+            error = f"{display_name}{near}: could not be stored ({type(exc).__name__}: {exc})"
         batch.pk = None  # the row saved inside the rolled-back transaction is gone
         batch.status = ImportBatch.FAILED
-        batch.error = str(exc)
+        batch.error = error
         batch.n_added = batch.n_messages = batch.n_tasks = 0
         batch.duration_s = time.monotonic() - started
         batch.save()

@@ -1,0 +1,38 @@
+"""The full-text index stays true to the stored trajectories."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from webapp.trajectories import queries
+from webapp.trajectories.services.imports import do_import_file
+from webapp.trajectories.services.projects import do_get_or_create_project
+
+
+def import_words(tmp_path, name: str, word: str):
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": f"about {word} today"}]}) + "\n")
+    assert do_import_file(path, do_get_or_create_project(name)).ok
+
+
+def found(word: str) -> int:
+    return queries.page({"q": word}).count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_forgets_every_document_when_the_database_is_flushed(tmp_path):
+    import_words(tmp_path, "before", "zebracorn")
+    assert found("zebracorn") == 1
+    call_command("flush", interactive=False, verbosity=0)
+    import_words(tmp_path, "after", "narwhal")  # may get the id the old trajectory had
+    assert found("zebracorn") == 0 and found("narwhal") == 1
+
+
+@pytest.mark.django_db
+def test_it_rebuilds_the_index_from_the_stored_messages(tmp_path, capsys):
+    import_words(tmp_path, "a", "okapi")
+    import_words(tmp_path, "b", "quokka")
+    call_command("rebuild_search_index")
+    assert "indexed 2 trajectories" in capsys.readouterr().out
+    assert found("okapi") == 1 and found("quokka") == 1 and found("zebracorn") == 0
