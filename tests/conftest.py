@@ -41,28 +41,20 @@ def client_for(client, personas):
     return login
 
 
+def imported(name: str, path: Path):
+    """A project holding one real file, imported through the service."""
+    if not path.is_file():
+        pytest.skip("../shared/data is not beside this checkout")
+    from webapp.trajectories.services.imports import do_import_file
+    from webapp.trajectories.services.projects import do_get_or_create_project
+
+    project = do_get_or_create_project(name)
+    assert do_import_file(path, project).ok
+    project.refresh_from_db()
+    return project
+
+
 @pytest.fixture
 def tau_project(db):
     """The gpt-4o tau-bench airline run, imported."""
-    if not TAU_GPT4O.is_file():
-        pytest.skip("../shared/data is not beside this checkout")
-    from webapp.trajectories.services.imports import do_import_file
-    from webapp.trajectories.services.projects import do_get_or_create_project
-
-    project = do_get_or_create_project("tau-bench airline")
-    assert do_import_file(TAU_GPT4O, project).ok
-    project.refresh_from_db()
-    return project
-
-
-@pytest.fixture
-def tau2_project(db):
-    if not TAU2_GROK.is_file():
-        pytest.skip("../shared/data is not beside this checkout")
-    from webapp.trajectories.services.imports import do_import_file
-    from webapp.trajectories.services.projects import do_get_or_create_project
-
-    project = do_get_or_create_project("tau2-bench airline")
-    assert do_import_file(TAU2_GROK, project).ok
-    project.refresh_from_db()
-    return project
+    return imported("tau-bench airline", TAU_GPT4O)

@@ -80,6 +80,13 @@ class Obj:
             return default
         return self._check(key, value, types)
 
+    def choice(self, key: str, allowed: tuple[str, ...], required: bool = True) -> str | None:
+        """A string field that must be one of ``allowed`` (a role, a requestor)."""
+        value = self.req(key, str) if required else self.opt(key, str)
+        if value is not None and value not in allowed:
+            self.ctx.fail(f"unknown {key} {value!r} (expected one of {', '.join(allowed)})", self._field(key))
+        return value
+
     def obj(self, key: str, required: bool = True) -> Obj | None:
         if not required and self.data.get(key) is None:
             return None

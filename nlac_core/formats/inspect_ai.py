@@ -53,9 +53,7 @@ def _score_reward(scores: dict[str, Any] | None) -> float | None:
 
 
 def parse_message(msg: Obj) -> Message:
-    role = msg.req("role", str)
-    if role not in ROLES:
-        msg.ctx.fail(f"unknown role {role!r}", f"{msg.path}.role")
+    role = msg.choice("role", ROLES)
     calls = tuple(
         ToolCall(id=str(tc.req("id", str)), name=tc.req("function", str),
                  arguments=tc.opt("arguments", dict, default={}))

@@ -57,17 +57,13 @@ def _task(t: Obj) -> TaskRecord:
 
 
 def _message(m: Obj) -> Message:
-    role = m.req("role", str)
-    if role not in ROLES:
-        m.ctx.fail(f"unknown role {role!r}", f"{m.path}.role")
-    requestor = m.opt("requestor", str)
-    if requestor is not None and requestor not in REQUESTORS:
-        m.ctx.fail(f"unknown requestor {requestor!r}", f"{m.path}.requestor")
+    role = m.choice("role", ROLES)
+    requestor = m.choice("requestor", REQUESTORS, required=False)
     return Message(
         role=role,
         content=m.opt("content", str),
         tool_calls=tuple(ToolCall(id=tc.req("id", str), name=tc.req("name", str),
-                                  arguments=tc.req("arguments", dict), requestor=tc.req("requestor", str))
+                                  arguments=tc.req("arguments", dict), requestor=tc.choice("requestor", REQUESTORS))
                          for tc in m.objs("tool_calls")),
         tool_call_id=m.opt("tool_call_id", str),
         name=m.opt("name", str),

@@ -67,12 +67,8 @@ def parse_task(task: Obj) -> TaskRecord:
 
 
 def parse_message(msg: Obj) -> Message:
-    role = msg.req("role", str)
-    if role not in ROLES:
-        msg.ctx.fail(f"unknown role {role!r}", f"{msg.path}.role")
-    requestor = msg.opt("requestor", str)
-    if requestor is not None and requestor not in REQUESTORS:
-        msg.ctx.fail(f"unknown requestor {requestor!r}", f"{msg.path}.requestor")
+    role = msg.choice("role", ROLES)
+    requestor = msg.choice("requestor", REQUESTORS, required=False)
     calls = []
     for i, tc in enumerate(msg.objs("tool_calls", required=False)):
         tc_requestor = tc.opt("requestor", str, default=role if role in REQUESTORS else "assistant")
