@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from nlac_core.metrics import pass_hat_k, pass_hat_ks
+from tests.conftest import ROOT
 
 
 def test_it_computes_pass_hat_k_as_tau_bench_defines_it():
@@ -20,3 +21,12 @@ def test_it_never_imports_django_celery_torch_or_vllm():
             "bad = [m for m in ('django', 'celery', 'torch', 'vllm', 'transformers') if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_it_starts_the_web_process_without_torch_or_transformers():
+    code = ("import os, sys; os.environ['DJANGO_SETTINGS_MODULE'] = 'webapp.settings'\n"
+            "import django; django.setup()\n"
+            "from django.urls import resolve; import webapp.wsgi; resolve('/trajectories/')\n"
+            "bad = [m for m in ('torch', 'transformers', 'vllm', 'trl') if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
