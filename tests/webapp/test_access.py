@@ -27,7 +27,8 @@ def test_it_lets_annotators_browse_but_not_import(client_for, tau_project):
     assert client.get(f"/projects/{tau_project.slug}/").status_code == 200
     t = tau_project.trajectories.first()
     assert client.get(f"/trajectories/{t.pk}/").status_code == 200
-    assert client.get("/import/").status_code == 403
+    refused = client.get("/import/")
+    assert refused.status_code == 403 and "for researchers" in refused.content.decode()
     assert client.post("/import/", {"project": "x"}).status_code == 403
     assert b'href="/import/"' not in client.get("/").content
 
