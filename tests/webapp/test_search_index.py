@@ -36,3 +36,17 @@ def test_it_rebuilds_the_index_from_the_stored_messages(tmp_path, capsys):
     call_command("rebuild_search_index")
     assert "indexed 2 trajectories" in capsys.readouterr().out
     assert found("okapi") == 1 and found("quokka") == 1 and found("zebracorn") == 0
+
+
+def test_it_leaves_the_shared_policy_out_of_the_documents():
+    from nlac_core.records import Message, TaskRecord, ToolCall, TrajectoryRecord
+    from webapp.trajectories import search
+
+    record = TrajectoryRecord(task=TaskRecord(external_id="1"), messages=(
+        Message(role="system", content="# Airline Agent Policy"),
+        Message(role="user", content="change my flight"),
+        Message(role="assistant", tool_calls=(ToolCall(id="c", name="get_reservation", arguments={"id": "MDCLVA"}),)),
+    ))
+    doc = search.document(record)
+    assert "Policy" not in doc
+    assert "change my flight" in doc and "get_reservation" in doc and "MDCLVA" in doc

@@ -2,6 +2,10 @@
 text, tool names and tool arguments), in the database's own full-text index:
 an FTS5 table on SQLite, a GIN-indexed tsvector on PostgreSQL.
 
+System messages are left out: they hold the policy, the same in every episode of
+a run, so their words would match everything and tell nothing (and they are most
+of each document's size, which is what a PostgreSQL scan pays for).
+
 Words, not substrings: ``mia_li_3668`` or ``refund policy`` match where those
 words appear, in any message. The table is not a Django model (neither index
 type is), so the SQL lives here and in migration 0003, and nowhere else.
@@ -39,6 +43,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 def document(record: TrajectoryRecord) -> str:
     parts = []
     for m in record.messages:
+        if m.role == "system":
+            continue
         if m.content:
             parts.append(m.content)
         for tc in m.tool_calls:
@@ -110,7 +116,9 @@ def matching(qs: QuerySet, query: str) -> QuerySet:
     if connection.vendor == "postgresql":
         # Every lexeme of every word. Documents are stored stripped of positions (a tsvector is capped
         # at 1 MB), so mia_li_3668 matches its three lexemes anywhere rather than only in a row.
-        sql = f"SELECT trajectory_id FROM {TABLE} WHERE document @@ plainto_tsquery('simple', %s)"
+        # OFFSET 0 keeps the planner from folding the subquery into an id-ordered walk that
+        # tests every document (a second for a rare word); the GIN index answers it instead.
+        sql = f"SELECT trajectory_id FROM {TABLE} WHERE document @@ plainto_tsquery('simple', %s) OFFSET 0"
         return qs.filter(id__in=RawSQL(sql, [" ".join(terms)]))
     # FTS5: each word quoted (so nothing the user types is FTS syntax), all required.
     fts_query = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
