@@ -194,27 +194,33 @@ def loads(text: str | bytes, path: str | Path, where: str) -> Any:
         raise FormatError(path, where, f"unreadable JSON value: {exc}") from exc
 
 
-def top_level_kind(path: str | Path, key: str) -> str | None:
-    """The JSON type ('start_array', 'string', ...) of a top-level key, read by streaming
-    only as far as that key; None when the key is absent."""
+def top_level_kinds(path: str | Path, keys: tuple[str, ...]) -> dict[str, str]:
+    """The JSON type ('start_array', 'string', ...) of each top-level key found, read in
+    one streaming pass that stops once every key has been seen."""
+    found: dict[str, str] = {}
     with open(path, "rb") as f:
         _skip_bom(f)
         try:
             for prefix, event, _ in ijson.parse(f):
-                if prefix == key and event != "map_key":
-                    return event
+                if prefix in keys and event != "map_key" and prefix not in found:
+                    found[prefix] = event
+                    if len(found) == len(keys):
+                        break
         except (ijson.JSONError, UnicodeDecodeError, RecursionError, ValueError) as exc:
             raise FormatError(path, "", f"malformed JSON: {exc}") from exc
-    return None
+    return found
 
 
-def require_list(path: str | Path, key: str, required: bool = True) -> None:
-    kind = top_level_kind(path, key)
-    if kind is None and not required:
-        return
-    if kind != "start_array":
-        found = "missing" if kind is None else f"{kind.replace('start_', '').replace('map', 'object')}"
-        raise FormatError(path, "top level", f"expected a list, got {found}", key)
+def require_lists(path: str | Path, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()) -> None:
+    """Fail unless each required top-level key, and each optional one that is present, holds a list."""
+    kinds = top_level_kinds(path, required + optional)
+    for key in required + optional:
+        kind = kinds.get(key)
+        if kind is None and key in optional:
+            continue
+        if kind != "start_array":
+            got = "missing" if kind is None else f"{kind.replace('start_', '').replace('map', 'object')}"
+            raise FormatError(path, "top level", f"expected a list, got {got}", key)
 
 
 def _skip_bom(f) -> None:

@@ -23,7 +23,7 @@ from nlac_core.formats.base import (
     first_json_char,
     loads,
     record,
-    require_list,
+    require_lists,
     stream_array,
 )
 from nlac_core.records import ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord
@@ -127,7 +127,7 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     if path.suffix == ".eval":
         yield from _read_eval_zip(path, source_model)
         return
-    require_list(path, "samples", required=False)
+    require_lists(path, optional=("samples",))
     eval_raw = next(iter(stream_array(path, "eval")), None)
     eval_info = record(eval_raw, Context(str(path), "eval"), "eval").data
     for index, raw in enumerate(stream_array(path, "samples.item")):

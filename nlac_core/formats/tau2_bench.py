@@ -21,7 +21,7 @@ from nlac_core.formats.base import (
     first_json_char,
     head_bytes,
     record,
-    require_list,
+    require_lists,
     stream_array,
 )
 from nlac_core.records import REQUESTORS, ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord
@@ -130,8 +130,7 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     if first_json_char(head_bytes(path)) != "{":
         Context(str(path), "top level").fail(
             "expected a tau2-bench results object {timestamp, info, tasks, simulations}")
-    require_list(path, "tasks", required=False)
-    require_list(path, "simulations")
+    require_lists(path, required=("simulations",), optional=("tasks",))
     info_raw = _top_level(path, "info")
     info = record(info_raw if info_raw is not None else {}, Context(str(path), "info"), "info")
     tasks: dict[str, TaskRecord] = {}

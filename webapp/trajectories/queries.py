@@ -14,7 +14,7 @@ from django.core import signing
 from django.db.models import F, Q, QuerySet
 
 from webapp.trajectories import search
-from webapp.trajectories.models import Trajectory
+from webapp.trajectories.models import Project, Trajectory
 
 PAGE_SIZE = 25
 SEARCH_COUNT_CAP = 1000
@@ -116,9 +116,12 @@ def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None
     return Page(rows=rows[:PAGE_SIZE], next_cursor=next_cursor, count=count, count_capped=capped)
 
 
-def facet_values(project, field: str) -> list[str]:
-    """Filter choices, from the cached per-project facets (never a DISTINCT scan per request)."""
-    from webapp.trajectories.models import Project
-
+def facet_values(project: Project | None, fields: tuple[str, ...]) -> dict[str, list[str]]:
+    """Filter choices per field, from the cached per-project facets (never a DISTINCT scan
+    per request): one project's, or the union over all projects in one query."""
     projects = [project] if project is not None else Project.objects.only("facets")
-    return sorted({v for p in projects for v in (p.facets or {}).get(field, [])})
+    chosen: dict[str, set[str]] = {f: set() for f in fields}
+    for p in projects:
+        for f in fields:
+            chosen[f].update((p.facets or {}).get(f, []))
+    return {f: sorted(values) for f, values in chosen.items()}

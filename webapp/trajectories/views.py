@@ -43,6 +43,7 @@ def _list_context(request, project: Project | None = None) -> dict:
         keep.pop("project", None)
     next_url = f"?{urlencode({**keep, 'cursor': result.next_cursor})}" if result.next_cursor else None
     chosen = params.get("project") or project
+    facets = queries.facet_values(chosen, ("source_model", "termination_reason"))
     return {
         "form": form,
         "page": result,
@@ -50,8 +51,8 @@ def _list_context(request, project: Project | None = None) -> dict:
         "next_url": next_url,
         "first_url": f"?{urlencode(keep)}" if keep else "?",
         "is_continuation": bool(params.get("cursor")),
-        "source_models": queries.facet_values(chosen, "source_model"),
-        "termination_reasons": queries.facet_values(chosen, "termination_reason"),
+        "source_models": facets["source_model"],
+        "termination_reasons": facets["termination_reason"],
     }
 
 
