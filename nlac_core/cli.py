@@ -1,89 +1,54 @@
 """``python -m nlac_core``: the core without the web app.
 
-    python -m nlac_core detect FILE...           which format each file is
-    python -m nlac_core stats FILE [--format F]  trajectories, tasks, messages by role, mean reward, pass^k
-    python -m nlac_core convert FILE OUT.jsonl   any supported format -> NLAC Studio JSONL
+    detect, stats, convert          benchmark files (no model)
+    convert-model, generate, serve  models and backends
+    critique, backup, refine        the NLAC steps over trajectory JSONL
+    build-dataset, train            SFT datasets and training
+    rollout, evaluate               environments (20 Questions, MATH, tool use)
 
-Exit status 2 and the error's place on stderr when a file cannot be read.
+``python -m nlac_core COMMAND --help`` for each. Exit status 2 with the place
+of the problem on stderr for a bad argument or file.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
+import importlib
 import sys
 from collections.abc import Sequence
 
-from nlac_core.formats import FORMATS, FormatError, detect, nlac_jsonl, read
-from nlac_core.metrics import pass_hat_ks
-from nlac_core.records import TrajectoryRecord
+from nlac_core.backends.base import BackendError
+from nlac_core.commands.common import UsageError
+from nlac_core.formats import FormatError
+
+COMMAND_MODULES = (
+    "nlac_core.commands.formats",
+    "nlac_core.commands.models",
+    "nlac_core.commands.algorithm",
+    "nlac_core.commands.training",
+    "nlac_core.commands.envs",
+)
 
 
-def _trajectories(path: str, fmt: str | None):
-    return (i.record for i in read(path, fmt) if isinstance(i.record, TrajectoryRecord))
-
-
-def cmd_detect(args) -> int:
-    for path in args.files:
-        print(f"{detect(path)}\t{path}")
-    return 0
-
-
-def cmd_stats(args) -> int:
-    roles: collections.Counter[str] = collections.Counter()
-    per_task: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
-    rewards = []
-    n = 0
-    for record in _trajectories(args.file, args.format):
-        n += 1
-        roles.update(m.role for m in record.messages)
-        outcome = per_task[record.task.external_id]
-        outcome[0] += 1
-        outcome[1] += record.success
-        if record.reward is not None:
-            rewards.append(record.reward)
-    print(f"format: {args.format or detect(args.file)}")
-    print(f"trajectories: {n}  tasks: {len(per_task)}  messages: {sum(roles.values())}")
-    print("messages by role: " + ", ".join(f"{role} {count}" for role, count in sorted(roles.items())))
-    if rewards:
-        print(f"mean reward: {sum(rewards) / len(rewards):.3f} over {len(rewards)} rewarded trajectories")
-    ks = pass_hat_ks([tuple(v) for v in per_task.values()])
-    if ks:
-        print("pass^k: " + "  ".join(f"k={k} {v:.3f}" for k, v in ks.items()))
-    return 0
-
-
-def cmd_convert(args) -> int:
-    out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")  # noqa: SIM115
-    try:
-        n = nlac_jsonl.write(_trajectories(args.file, args.format), out)
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    print(f"wrote {n} trajectories", file=sys.stderr)
-    return 0
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m nlac_core", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMAND_MODULES:
+        try:  # TEMPORARY while the command modules are written; made strict before landing
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nlac_core", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("detect", help="print the detected format of each file")
-    p.add_argument("files", nargs="+")
-    p.set_defaults(func=cmd_detect)
-    for name, func, help_text in (("stats", cmd_stats, "summarise a file"),
-                                  ("convert", cmd_convert, "convert a file to NLAC Studio JSONL")):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("file")
-        if name == "convert":
-            p.add_argument("out", help="output path, or - for stdout")
-        p.add_argument("--format", choices=sorted(FORMATS))
-        p.set_defaults(func=func)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except FormatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
+    except (FormatError, UsageError, BackendError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
