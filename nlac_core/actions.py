@@ -153,3 +153,8 @@ def tool_spec_from_schemas(schemas: list[dict[str, Any]]) -> ActionSpec:
         fn = schema.get("function", schema)
         tools[fn["name"]] = tuple(fn.get("parameters", {}).get("required", ()))
     return ActionSpec("tool_use", tools)
+
+
+def tool_spec_from_names(names) -> ActionSpec:
+    """ActionSpec knowing only tool names (the tools a stored trajectory used)."""
+    return ActionSpec("tool_use", {name: () for name in sorted(names)})

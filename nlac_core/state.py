@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from nlac_core.actions import render_message_action
 from nlac_core.records import Message, TrajectoryRecord
 
-DEFAULT_MAX_CHARS = 3000
-POLICY_CHARS = 600
-MESSAGE_CHARS = 700
+DEFAULT_MAX_CHARS = 2000
+POLICY_CHARS = 400
+MESSAGE_CHARS = 500
 
 
 @dataclass(frozen=True)

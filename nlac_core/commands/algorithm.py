@@ -1,0 +1,253 @@
+"""critique, backup, refine, build-dataset: the NLAC steps over trajectory files.
+
+Trajectories come from any supported file (our JSONL, tau-bench, tau2-bench,
+...); outputs are JSONL, one record per line (``nlac_core.outputs.to_json``),
+each naming its step by trajectory content hash and step number.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from nlac_core.commands.common import (
+    UsageError,
+    add_backend_args,
+    backend_from_args,
+    progress,
+    read_jsonl,
+    write_jsonl,
+)
+from nlac_core.outputs import from_json, to_json
+from nlac_core.records import TrajectoryRecord
+from nlac_core.state import StepView, steps_of
+
+
+def load_trajectories(path: str, fmt: str | None, limit: int | None = None) -> list[TrajectoryRecord]:
+    from nlac_core.formats import read
+
+    out = []
+    for item in read(path, fmt):
+        if isinstance(item.record, TrajectoryRecord):
+            out.append(item.record)
+            if limit is not None and len(out) >= limit:
+                break
+    if not out:
+        raise UsageError(f"{path}: no trajectories in the file")
+    return out
+
+
+def select_steps(trajectories: list[TrajectoryRecord], which: str, max_steps: int | None) -> list[StepView]:
+    """``all``, ``first``, ``last`` or comma-separated step numbers (negative counts from the end)."""
+    chosen: list[StepView] = []
+    for trajectory in trajectories:
+        steps = steps_of(trajectory)
+        if not steps:
+            continue
+        if which == "all":
+            chosen.extend(steps)
+        elif which == "first":
+            chosen.append(steps[0])
+        elif which == "last":
+            chosen.append(steps[-1])
+        else:
+            try:
+                numbers = [int(n) for n in which.split(",") if n.strip()]
+            except ValueError:
+                raise UsageError(f"--steps {which!r}: expected all, first, last or step numbers like 0,2,-1") from None
+            chosen.extend(steps[n] for n in numbers if -len(steps) <= n < len(steps))
+    if max_steps is not None:
+        chosen = chosen[:max_steps]
+    if not chosen:
+        raise UsageError("no agent steps selected")
+    return chosen
+
+
+def _add_input_args(p) -> None:
+    p.add_argument("trajectories", help="a trajectory file in any supported format")
+    p.add_argument("--format", default=None, help="the trajectory file's format (default: detected)")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N trajectories")
+    p.add_argument("--steps", default="all", help="all, first, last or step numbers such as 0,3,-1 (default all)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in all")
+    p.add_argument("--max-state-chars", type=int, default=2000, help="character budget of a rendered state")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk-size", type=int, default=16, help="steps per batched pass")
+
+
+def _config(cls, args, **fields):
+    try:
+        return cls(**fields)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_critique(args) -> int:
+    from nlac_core.critic import CritiqueConfig, critique_chunks
+    from nlac_core.successor import transition_of
+
+    config = _config(CritiqueConfig, args, k=args.k, mode=args.mode, temperature=args.temperature, seed=args.seed,
+                     chunk_size=args.chunk_size)
+    steps = select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps, args.max_steps)
+    backend = backend_from_args(args)
+    transitions = [transition_of(s, None, args.max_state_chars) for s in steps]
+    bar = progress(total=len(steps), desc="critique")
+    rows = []
+    for chunk in critique_chunks(backend, transitions, config, on_progress=lambda done, total: bar.update(
+            done - bar.n)):
+        rows.extend(to_json(c) for c in chunk)
+    bar.close()
+    n = write_jsonl(args.out, rows)
+    parsed = sum(r["parse_ok"] for r in rows)
+    print(f"wrote {n} critiques ({parsed} parsed, {n - parsed} kept as raw text)", file=sys.stderr)
+    return 0
+
+
+def cmd_backup(args) -> int:
+    from nlac_core.bellman import BackupConfig, backup_chunks
+
+    config = _config(BackupConfig, args, next_action=args.next_action, temperature=args.temperature,
+                     seed=args.seed, max_state_chars=args.max_state_chars, chunk_size=args.chunk_size)
+    steps = select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps, args.max_steps)
+    policy = backend_from_args(args)
+    target = policy if args.target_model is None else backend_from_args(_with_model(args, args.target_model))
+    bar = progress(total=len(steps), desc="backup")
+    rows = []
+    for chunk in backup_chunks(policy, target, steps, config,
+                               on_progress=lambda done, total: bar.update(done - bar.n)):
+        rows.extend(to_json(t) for t in chunk)
+    bar.close()
+    n = write_jsonl(args.out, rows)
+    terminal = sum(r["terminal"] for r in rows)
+    print(f"wrote {n} Bellman targets ({terminal} terminal)", file=sys.stderr)
+    return 0
+
+
+def _with_model(args, model: str):
+    import copy
+
+    other = copy.copy(args)
+    other.model = model
+    return other
+
+
+def _read_outputs(path: str, kind: str):
+    out = []
+    for number, row in read_jsonl(path):
+        if row.get("type") != kind:
+            raise UsageError(f"{Path(path).name}, line {number}: expected a {kind} record, got {row.get('type')!r}")
+        try:
+            out.append(from_json(row))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{Path(path).name}, line {number}: not a valid {kind} record ({exc})") from None
+    if not out:
+        raise UsageError(f"{path}: no {kind} records")
+    return out
+
+
+def _steps_for(index, records, path: str):
+    steps = []
+    for n, record in enumerate(records, 1):
+        try:
+            steps.append(index.step(record.step))
+        except (KeyError, IndexError) as exc:
+            raise UsageError(f"{Path(path).name}, record {n}: {exc.args[0]}") from None
+    return steps
+
+
+def cmd_refine(args) -> int:
+    import json
+
+    from nlac_core.actions import tool_spec_from_schemas
+    from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
+    from nlac_core.sft_data import StepIndex
+
+    config = _config(RefineConfig, args, rounds=args.rounds, temperature=args.temperature, seed=args.seed)
+    index = StepIndex(load_trajectories(args.trajectories, args.format))
+    critiques = _read_outputs(args.critiques, "Critique")
+    steps = _steps_for(index, critiques, args.critiques)
+    spec_for = action_spec_for
+    if args.tools:
+        try:
+            tool_spec = tool_spec_from_schemas(json.loads(Path(args.tools).read_text()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"--tools {args.tools}: not a list of OpenAI function schemas ({exc})") from None
+        spec_for = lambda step: tool_spec  # noqa: E731
+    backend = backend_from_args(args)
+    rows = []
+    bar = progress(total=len(steps), desc="refine")
+    for start in range(0, len(steps), args.chunk_size):
+        chunk = slice(start, start + args.chunk_size)
+        rows.extend(to_json(r) for r in refine_steps(backend, steps[chunk], critiques[chunk], config, spec_for,
+                                                       args.max_state_chars))
+        bar.update(len(steps[chunk]))
+    bar.close()
+    n = write_jsonl(args.out, rows)
+    valid = sum(r["valid"] for r in rows)
+    print(f"wrote {n} refinements ({valid} valid actions)", file=sys.stderr)
+    return 0
+
+
+def cmd_build_dataset(args) -> int:
+    from nlac_core import sft_data
+
+    index = sft_data.StepIndex(load_trajectories(args.trajectories, args.format))
+    kind = {"successor": "BellmanTarget", "critique": "Critique", "distill": "Refinement"}[args.kind]
+    records = _read_outputs(args.inputs, kind)
+    _steps_for(index, records, args.inputs)  # every record must name a known step
+    if args.kind == "successor":
+        rows = sft_data.successor_records(records, index, args.max_state_chars)
+    elif args.kind == "critique":
+        rows = sft_data.critique_records(records, index, require_parsed=not args.include_unparsed,
+                                         max_state_chars=args.max_state_chars)
+    else:
+        rows = sft_data.distillation_records(records, index, only_valid=True, only_changed=args.only_changed)
+    if not rows:
+        raise UsageError(f"{args.inputs}: no records qualify for a {args.kind} dataset")
+    n = write_jsonl(args.out, rows)
+    print(f"wrote {n} {args.kind} records (sha256 {sft_data.records_hash(rows)[:16]})", file=sys.stderr)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("critique", help="successor futures + evaluator critiques for trajectory steps")
+    _add_input_args(p)
+    p.add_argument("out", help="output JSONL of critiques")
+    p.add_argument("--k", type=int, default=1, help="futures sampled per step (k > 1 needs --temperature)")
+    p.add_argument("--mode", default="sectioned", choices=("sectioned", "free", "free_zero_shot"))
+    add_backend_args(p)
+    p.set_defaults(func=cmd_critique)
+
+    p = sub.add_parser("backup", help="language Bellman targets for the transitions of trajectory steps")
+    _add_input_args(p)
+    p.add_argument("out", help="output JSONL of Bellman targets")
+    p.add_argument("--target-model", default=None, help="the target (EMA) checkpoint (default: --model)")
+    p.add_argument("--next-action", default="policy", choices=("policy", "data"),
+                   help="a_t+1 sampled from the policy (default) or the recorded one")
+    add_backend_args(p)
+    p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser("refine", help="refined actions for critiqued steps")
+    p.add_argument("trajectories")
+    p.add_argument("critiques", help="JSONL written by the critique command")
+    p.add_argument("out")
+    p.add_argument("--format", default=None)
+    p.add_argument("--rounds", type=int, default=1, help="refinement rounds m (default 1)")
+    p.add_argument("--tools", default=None, help="OpenAI function schemas (JSON list) the actions must use")
+    p.add_argument("--max-state-chars", type=int, default=2000)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk-size", type=int, default=16)
+    add_backend_args(p)
+    p.set_defaults(func=cmd_refine)
+
+    p = sub.add_parser("build-dataset", help="SFT records (TRL prompt/completion JSONL) from generated outputs")
+    p.add_argument("kind", choices=("successor", "critique", "distill"))
+    p.add_argument("inputs", help="JSONL of Bellman targets (successor), critiques or refinements (distill)")
+    p.add_argument("out")
+    p.add_argument("--trajectories", required=True, help="the trajectory file the inputs refer to")
+    p.add_argument("--format", default=None)
+    p.add_argument("--max-state-chars", type=int, default=2000)
+    p.add_argument("--include-unparsed", action="store_true", help="critique: keep critiques that failed to parse")
+    p.add_argument("--only-changed", action="store_true", help="distill: only refinements that changed the action")
+    p.set_defaults(func=cmd_build_dataset)

@@ -1,0 +1,84 @@
+"""Writing labelled sections with a small model: one header at a time, values by choice.
+
+``continue_line`` pre-fills ``HEADER:`` at the end of the assistant's reply so
+far and lets the model write one line; ``choose`` scores each allowed value of
+a categorical section by log-likelihood and returns a probability per value,
+so a verdict is always one of the allowed words. Both take the whole batch of
+requests and make one backend call, whatever the number of steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from nlac_core.backends.base import Backend, ChatRequest, SamplingSpec, ScoreRequest, Unsupported
+from nlac_core.prompts.parsing import parse_decision, parse_success_prob, parse_verdict
+
+
+def continue_line(backend: Backend, requests: Sequence[ChatRequest], header: str, spec: SamplingSpec,
+                  primer: str = "") -> list[str]:
+    """For each request, the one line the model writes after ``header:`` (stripped).
+
+    ``primer`` opens the line for the model (``"After this action,"``): a small
+    model left alone after ``FUTURE:`` often ends the line at once or starts a
+    list; a few words of the sentence keep it writing prose. The primer is part
+    of the returned line.
+    """
+    if not requests:
+        return []
+    line_spec = replace(spec, stop=tuple(dict.fromkeys((*spec.stop, "\n"))))
+    opening = f" {primer.strip()}" if primer.strip() else ""
+    batch = [ChatRequest(r.messages, f"{r.assistant_prefix}{header}:{opening}") for r in requests]
+    return [f"{opening}{c.text}".strip() for c in backend.generate(batch, line_spec)]
+
+
+def choose(backend: Backend, requests: Sequence[ChatRequest], header: str, options: Sequence[str],
+           spec: SamplingSpec | None = None) -> list[dict[str, float]]:
+    """P(option) after ``header:`` for each request, from log-likelihoods (softmax over options).
+
+    A backend without log-likelihoods (an HTTP API) writes the line instead and
+    the word it wrote gets probability 1; a word outside the options gives an
+    empty dict, which callers treat as "not parsed".
+    """
+    if not requests:
+        return []
+    try:
+        scores = backend.loglikelihood([
+            ScoreRequest(r.messages, f" {option}", f"{r.assistant_prefix}{header}:")
+            for r in requests for option in options])
+    except Unsupported:
+        lines = continue_line(backend, requests, header, spec or SamplingSpec(max_new_tokens=8))
+        return [_read_choice(line, options) for line in lines]
+    out = []
+    for i in range(len(requests)):
+        row = scores[i * len(options):(i + 1) * len(options)]
+        top = max(row)
+        weights = [math.exp(s - top) for s in row]
+        total = sum(weights)
+        out.append({option: w / total for option, w in zip(options, weights, strict=True)})
+    return out
+
+
+def _read_choice(line: str, options: Sequence[str]) -> dict[str, float]:
+    opts = set(options)
+    if opts == {"success", "failure"}:
+        prob = parse_success_prob(line)
+        return {} if prob is None else {"success": prob, "failure": 1 - prob}
+    if opts == {"optimal", "suboptimal", "harmful"}:
+        value = parse_verdict(line)
+    elif opts == {"approve", "intervene"}:
+        value = parse_decision(line)
+    else:
+        value = next((o for o in options if o in line.lower()), None)
+    return {o: float(o == value) for o in options} if value else {}
+
+
+def best(probabilities: dict[str, float]) -> str | None:
+    return max(probabilities, key=probabilities.get) if probabilities else None
+
+
+def extend(requests: Sequence[ChatRequest], lines: Sequence[str]) -> list[ChatRequest]:
+    """Append written lines to each request's assistant prefix (the next header follows)."""
+    return [ChatRequest(r.messages, f"{r.assistant_prefix}{line}\n") for r, line in zip(requests, lines, strict=True)]

@@ -1,0 +1,88 @@
+"""The successor model M(s, a): a short text predicting the rest of the episode
+after action a in state s, ending with the predicted outcome.
+
+This text is the critic's "value in language space". In NLAC the same model
+that acts also predicts; here any backend can, and the Bellman backup asks the
+slowly moving target checkpoint for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSpec
+from nlac_core.outputs import Future, StepRef
+from nlac_core.prompts.nlac import OUTCOMES, SUCCESSOR
+from nlac_core.prompts.parsing import parse_future
+from nlac_core.sections import choose, continue_line, extend
+from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages
+
+ACTION_CHARS = 1200
+FUTURE_PRIMER = "After this action,"
+
+
+@dataclass(frozen=True)
+class Transition:
+    """(s, a) as text, for prompts: a stored step, or a state with a new action (a'~pi, a refinement)."""
+
+    ref: StepRef
+    state: str
+    action: str
+
+
+def ref_of(step: StepView) -> StepRef:
+    return StepRef(step.trajectory.content_hash(), step.index, step.trajectory.task.external_id)
+
+
+def transition_of(step: StepView, action: str | None = None, max_state_chars: int = DEFAULT_MAX_CHARS) -> Transition:
+    from nlac_core.actions import render_message_action
+
+    text = render_message_action(step.action) if action is None else action
+    return Transition(ref_of(step), render_messages(step.history, max_state_chars), clip_action(text))
+
+
+def clip_action(text: str) -> str:
+    text = (text or "").strip() or "(empty action)"
+    return text if len(text) <= ACTION_CHARS else text[: ACTION_CHARS - 8] + " ...[cut]"
+
+
+def successor_requests(transitions: Sequence[Transition]) -> tuple[list[ChatRequest], str]:
+    rendered = [SUCCESSOR.render(state=t.state, action=t.action) for t in transitions]
+    return [r.request() for r in rendered], SUCCESSOR.prompt_id
+
+
+def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: SamplingSpec, k: int = 1,
+                    sectioned: bool = True) -> list[list[Future]]:
+    """k futures for each transition, in one batched pass (k * len(transitions) rows).
+
+    Sectioned (the default): the model writes the FUTURE line, and OUTCOME is the
+    probability of "success" against "failure". Free: the model writes both
+    lines at once and the parser reads them (the outcome may then be missing).
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if k > 1 and spec.greedy:
+        raise ValueError("k > 1 futures need sampling: set a temperature above 0")
+    rows = [t for t in transitions for _ in range(k)]
+    requests, prompt_id = successor_requests(rows)
+    provenance = Provenance.of(prompt_id, backend, spec)
+    if sectioned:
+        texts = continue_line(backend, requests, "FUTURE", spec, primer=FUTURE_PRIMER)
+        probs = choose(backend, extend(requests, [f"FUTURE: {t}" for t in texts]), "OUTCOME", OUTCOMES)
+        results = [(text, p.get("success")) for text, p in zip(texts, probs, strict=True)]
+    else:
+        free_spec = replace(spec, max_new_tokens=max(spec.max_new_tokens, 96))
+        parsed = [parse_future(c.text) for c in backend.generate(requests, free_spec)]
+        results = [(p.text, p.success_prob) for p in parsed]
+    out: list[list[Future]] = []
+    for i, t in enumerate(transitions):
+        out.append([Future(t.ref, text, prob, provenance, action=t.action)
+                    for text, prob in results[i * k:(i + 1) * k]])
+    return out
+
+
+def render_future(text: str, success_prob: float | None) -> str:
+    """A future as the successor prompt's answer format: the SFT completion for M(s, a)."""
+    outcome = "unknown" if success_prob is None else ("success" if success_prob >= 0.5 else "failure")
+    return f"FUTURE: {text.strip()}\nOUTCOME: {outcome}"
