@@ -209,6 +209,43 @@ def cmd_build_dataset(args) -> int:
     return 0
 
 
+def cmd_iterate(args) -> int:
+    import json
+
+    from nlac_core.backends.embedded import ensure_embedded_model
+    from nlac_core.backends.hf import HFBackend
+    from nlac_core.iteration import IterationConfig, run_iteration
+
+    sft = {}
+    if args.sft_config:
+        try:
+            sft = json.loads(Path(args.sft_config).read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--sft-config {args.sft_config}: not a readable JSON object ({exc})") from None
+    config = _config(IterationConfig, args, env=args.env, tasks=args.tasks, trials=args.trials,
+                     max_turns=args.max_turns, seed=args.seed, tau=args.tau, sft=sft)
+    model = args.model or str(ensure_embedded_model())
+    for flag, path in (("--model", model), ("--target-model", args.target_model)):
+        if path is not None and not (Path(path) / "config.json").is_file():
+            raise UsageError(f"{flag} {path}: not a model directory")
+    loaded: dict[str, HFBackend] = {}
+
+    def load(path: str) -> HFBackend:
+        if path not in loaded:
+            loaded[path] = HFBackend(model=path)
+        return loaded[path]
+
+    oracle = load(str(ensure_embedded_model())) if args.env != "math" else None
+    result = run_iteration(args.workdir, model, args.target_model or model, config, load, oracle=oracle,
+                           on_progress=lambda phase, done, total: print(f"{phase}: {done}/{total}",
+                                                                        file=sys.stderr))
+    print(json.dumps({"checkpoint": str(result.checkpoint), "target": str(result.target),
+                      "trajectories": result.trajectories, "steps": result.steps,
+                      "rollout": result.rollout_metrics, "dataset": result.dataset_records,
+                      "train": result.train_metrics}, indent=2, default=str))
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("critique", help="successor futures + evaluator critiques for trajectory steps")
     _add_input_args(p)
@@ -251,3 +288,16 @@ def register(sub) -> None:
     p.add_argument("--include-unparsed", action="store_true", help="critique: keep critiques that failed to parse")
     p.add_argument("--only-changed", action="store_true", help="distill: only refinements that changed the action")
     p.set_defaults(func=cmd_build_dataset)
+
+    p = sub.add_parser("iterate", help="one NLAC iteration: rollout, backup, critique, refine, train, EMA")
+    p.add_argument("--env", required=True, choices=("twenty_questions", "math", "tool_use"))
+    p.add_argument("--workdir", required=True, help="where every phase writes its output (re-run to resume)")
+    p.add_argument("--model", default=None, help="the current checkpoint (default: the embedded SmolLM2)")
+    p.add_argument("--target-model", default=None, help="the EMA target checkpoint (default: --model)")
+    p.add_argument("--tasks", type=int, default=4)
+    p.add_argument("--trials", type=int, default=1)
+    p.add_argument("--max-turns", type=int, default=None)
+    p.add_argument("--tau", type=float, default=0.05, help="EMA rate of the target update")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sft-config", default=None, help="JSON file of SFT settings (SFTRunConfig fields)")
+    p.set_defaults(func=cmd_iterate)

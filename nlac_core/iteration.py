@@ -1,0 +1,158 @@
+"""One iteration of Natural Language Actor-Critic, as one function.
+
+    rollout -> Bellman backup -> critique -> refine -> train (critic + policy) -> EMA update
+
+One model plays every role, as in the paper: the checkpoint being trained is
+the policy, the successor model, the evaluator and the refiner; the target
+checkpoint (an EMA copy of its weights) predicts the next futures of the
+backup. The successor targets and the distillation records are mixed into one
+SFT dataset for that one model.
+
+Every phase writes its output file in ``workdir`` and is skipped when the file
+is already there, so a crashed iteration re-run finishes the work and
+duplicates nothing (training itself resumes from its last trainer checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nlac_core.backends.base import Backend, SamplingSpec
+from nlac_core.bellman import BackupConfig, backup
+from nlac_core.critic import CritiqueConfig, critique
+from nlac_core.outputs import from_json, to_json
+from nlac_core.refine import RefineConfig, refine_steps
+from nlac_core.sft_data import StepIndex, distillation_records, records_hash, successor_records
+from nlac_core.state import StepView, steps_of
+from nlac_core.successor import transition_of
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+LoadBackend = Callable[[str], Backend]  # model directory -> backend
+
+
+@dataclass(frozen=True)
+class IterationConfig:
+    env: str = "twenty_questions"
+    tasks: int = 4
+    trials: int = 1
+    split: str = ""
+    max_turns: int | None = None
+    policy_temperature: float = 0.7
+    policy_tokens: int | None = None
+    seed: int = 0
+    tau: float = 0.05
+    max_state_chars: int = 1500
+    critique: CritiqueConfig = field(default_factory=CritiqueConfig)
+    backup: BackupConfig = field(default_factory=lambda: BackupConfig(next_action="policy", max_state_chars=1500))
+    refine: RefineConfig = field(default_factory=RefineConfig)
+    sft: dict[str, Any] = field(default_factory=dict)  # SFTRunConfig fields
+
+    def __post_init__(self) -> None:
+        if self.tasks < 1 or self.trials < 1:
+            raise ValueError(f"tasks and trials must be at least 1, got {self.tasks} and {self.trials}")
+        if not 0.0 <= self.tau <= 1.0:
+            raise ValueError(f"tau must be in [0, 1], got {self.tau}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class IterationResult:
+    workdir: Path
+    trajectories: int
+    steps: int
+    rollout_metrics: dict[str, Any]
+    dataset_records: dict[str, int]
+    dataset_hash: str
+    checkpoint: Path
+    target: Path
+    train_metrics: dict[str, Any]
+
+
+def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | Path, config: IterationConfig,
+                  load_backend: LoadBackend, oracle: Backend | None = None, on_progress: Progress | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> IterationResult:
+    """Run (or finish) one NLAC iteration in ``workdir``; returns where everything went.
+
+    ``load_backend(path)`` builds a backend for a model directory (the caller
+    decides hf or vllm and keeps models loaded); ``oracle`` is the environment's
+    own LLM (20 Questions oracle, tool-use user), which stays fixed.
+    """
+    from nlac_core.ema import ema_update
+    from nlac_core.envs import make_env
+    from nlac_core.evaluation import compute_metrics
+    from nlac_core.rollout import read_trajectories, rollout, write_trajectories
+    from nlac_core.training import SFTRunConfig, train_sft
+
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str))
+    report = on_progress or (lambda phase, done, total: None)
+    env = make_env(config.env, oracle=oracle) if oracle is not None else make_env(config.env)
+    model = load_backend(str(model_dir))
+
+    # 1. rollout of the current policy
+    rollout_path = work / "rollout.jsonl"
+    if not rollout_path.is_file():
+        spec = SamplingSpec(max_new_tokens=config.policy_tokens or env.default_max_new_tokens,
+                            temperature=config.policy_temperature, seed=config.seed)
+        trajectories = rollout(env, model, env.tasks(config.split, limit=config.tasks), trials=config.trials,
+                               spec=spec, max_turns=config.max_turns, source_checkpoint=str(model_dir),
+                               progress=lambda d, t: report("rollout", d, t), should_stop=should_stop)
+        write_trajectories(rollout_path, trajectories)
+    trajectories = list(read_trajectories(rollout_path))
+    steps: list[StepView] = [s for t in trajectories for s in steps_of(t)]
+    index = StepIndex(trajectories)
+
+    def policy_prompt(step: StepView):
+        return env.render_policy(step.trajectory.task, step.history)
+
+    # 2. Bellman targets, with the target checkpoint predicting the next futures
+    targets = _phase(work / "backup.jsonl", "backup", report, lambda: backup(
+        model, load_backend(str(target_dir)), steps, config.backup, policy_prompt=policy_prompt))
+    # 3. critiques, 4. refinements
+    transitions = [transition_of(s, None, config.max_state_chars) for s in steps]
+    critiques = _phase(work / "critiques.jsonl", "critique", report,
+                       lambda: critique(model, transitions, config.critique))
+    refinements = _phase(work / "refinements.jsonl", "refine", report, lambda: refine_steps(
+        model, steps, critiques, config.refine, spec_for=lambda s: env.action_spec,
+        max_state_chars=config.max_state_chars))
+
+    # 5. one dataset for the one model: successor targets + distillation
+    critic_records = successor_records(targets, index, config.max_state_chars)
+    policy_records = distillation_records(refinements, index, policy_prompt=policy_prompt)
+    records = critic_records + policy_records
+    _write_jsonl(work / "dataset.jsonl", records)
+
+    # 6. train, 7. EMA
+    checkpoint = work / "checkpoint"
+    result = train_sft(records, model_dir, checkpoint, SFTRunConfig.from_dict(config.sft),
+                       parent_checkpoint=str(model_dir), name=f"{work.name}-checkpoint",
+                       on_progress=lambda e: report("train", e.step, e.total_steps), should_stop=should_stop)
+    new_target = work / "target"
+    if not (new_target / "config.json").is_file():  # ema_update writes atomically: present means done
+        ema_update(target_dir, checkpoint, config.tau, out_dir=new_target)
+    report("ema", 1, 1)
+    return IterationResult(work, len(trajectories), len(steps), compute_metrics(trajectories).to_dict(),
+                           {"successor": len(critic_records), "distillation": len(policy_records)},
+                           records_hash(records), checkpoint, new_target, result.metrics)
+
+
+def _phase(path: Path, name: str, report: Progress, compute: Callable[[], list]) -> list:
+    if path.is_file():
+        return [from_json(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    records = compute()
+    _write_jsonl(path, [to_json(r) for r in records])
+    report(name, len(records), len(records))
+    return records
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(path)
