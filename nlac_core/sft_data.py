@@ -16,8 +16,6 @@ Three builders:
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -107,9 +105,8 @@ def distillation_records(refinements: Iterable[Refinement], index: StepIndex,
 
 
 def records_hash(records: Sequence[Mapping[str, Any]]) -> str:
-    """sha256 of the records' prompt and completion, in order (provenance excluded)."""
-    digest = hashlib.sha256()
-    for r in records:
-        digest.update(json.dumps([r["prompt"], r["completion"]], sort_keys=True, ensure_ascii=False).encode())
-        digest.update(b"\n")
-    return digest.hexdigest()
+    """The dataset's identity, as checkpoint manifests record it (``checkpoints.dataset_hash``):
+    every record with its provenance, in order."""
+    from nlac_core.checkpoints import dataset_hash
+
+    return dataset_hash(records)
