@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test lint bench-import bench-browse clean
+.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-sft bench-envs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ run: $(RUN_STAMP)
 test: $(DEV_STAMP)
 	$(PY) -m pytest
 
+# The tests that touch the database (everything but the pure nlac_core tests): CI runs
+# them a second time on PostgreSQL after the whole suite has run on SQLite.
+test-db: $(DEV_STAMP)
+	$(PY) -m pytest tests/webapp tests/workers tests/browser
+
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -33,6 +38,15 @@ bench-import: $(RUN_STAMP)
 
 bench-browse: $(RUN_STAMP)
 	$(PY) bench/bench_browse.py
+
+bench-generate: $(RUN_STAMP)
+	$(PY) bench/bench_generate.py
+
+bench-sft: $(RUN_STAMP)
+	$(PY) bench/bench_sft.py
+
+bench-envs: $(RUN_STAMP)
+	$(PY) bench/bench_envs.py
 
 clean:
 	rm -rf var/test-*.sqlite3* var/uploads

@@ -20,6 +20,10 @@ ORACLE = PromptTemplate(
 
 STOP_TOKEN = "###STOP###"
 
+# As in tau2, the scenario (this template's user text) is appended to the system text, and the conversation
+# follows as a chat with the roles flipped: the agent's messages are the "user" turns, the simulated user's own
+# messages the "assistant" turns. (Shown as a transcript inside a user message, a small model copies the
+# transcript back.)
 USER_SIMULATOR = PromptTemplate(
     name="user_simulator",
     system=("You play a user who talks to a customer-service agent, to get something done. Stay in character and "
@@ -27,8 +31,7 @@ USER_SIMULATOR = PromptTemplate(
             "the agent, short and natural. If you need one of your own tools, write one tool call on one line as\n"
             "TOOL_CALL: {\"name\": \"<tool>\", \"arguments\": {...}}\n"
             f"When your goal is reached, or cannot be reached, write {STOP_TOKEN} to end the conversation."),
-    user=("YOUR PERSONA: {persona}\n\nYOUR INSTRUCTIONS: {instructions}\n\nYOUR TOOLS:\n{tools}\n\n"
-          "CONVERSATION SO FAR:\n{conversation}\n\nWrite your next message to the agent."),
+    user="YOUR PERSONA: {persona}\n\nYOUR INSTRUCTIONS: {instructions}\n\nYOUR TOOLS:\n{tools}",
 )
 
 ALL = (ORACLE, USER_SIMULATOR)

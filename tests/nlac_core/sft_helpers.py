@@ -1,8 +1,10 @@
 """Real-looking SFT records and one tiny training run shared by the training tests.
 
-The run lives under the session's temporary folder and is trained once: later
-callers get the finished checkpoint back from ``train_sft`` itself (same data,
-same config -> no training), which is the behaviour a re-queued job relies on.
+The run lives under the session's temporary folder and is trained once per
+session: later callers (another test module) get the first call's result and
+its progress events, whichever module runs first. (Calling ``train_sft`` again
+would return the finished checkpoint without training, and without events:
+``test_training_sft`` covers that.)
 """
 
 from __future__ import annotations
@@ -51,13 +53,21 @@ def records() -> list[dict]:
     return copy.deepcopy(RECORDS)
 
 
+_RUNS: dict[tuple, tuple] = {}
+
+
 def small_run(tmp_path_factory, embedded_model_dir, name: str = "sft-2-steps", **config):
-    """A 2-step SFT of the embedded model (batch 2, max_length 256), trained once per session."""
+    """A 2-step SFT of the embedded model (batch 2, max_length 256), trained once per session:
+    (TrainResult, the progress events of that training)."""
     from nlac_core.training import SFTRunConfig, train_sft
 
+    key = (str(tmp_path_factory.getbasetemp()), name, tuple(sorted(config.items())))
+    if key in _RUNS:
+        return _RUNS[key]
     events = []
     settings = {"max_steps": 2, "per_device_batch_size": 2, "max_length": 256, "learning_rate": 1e-4, **config}
     out = tmp_path_factory.getbasetemp() / name
     result = train_sft(records(), embedded_model_dir, out, SFTRunConfig(**settings), on_progress=events.append,
                        name=name)
+    _RUNS[key] = result, events
     return result, events

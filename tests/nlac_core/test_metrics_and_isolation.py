@@ -23,6 +23,24 @@ def test_it_never_imports_django_celery_torch_or_vllm():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_it_imports_every_core_module_without_django_vllm_or_a_model_library():
+    """Algorithm, environments, training and CLI modules load torch, transformers, TRL
+    and vLLM only when a model is used (the hf and vllm backends themselves excepted)."""
+    code = (
+        "import importlib, pkgutil, sys, nlac_core\n"
+        "names = [m.name for m in pkgutil.walk_packages(nlac_core.__path__, 'nlac_core.')\n"
+        "         if m.name not in ('nlac_core.__main__', 'nlac_core.backends.hf', 'nlac_core.backends.vllm_backend',\n"
+        "                           'nlac_core.backends.openai_backend')\n"
+        "         and not m.name.startswith('nlac_core.training.sft') and m.name != 'nlac_core.training.callback']\n"
+        "for name in names: importlib.import_module(name)\n"
+        "assert len(names) > 40, names\n"
+        "bad = [m for m in ('django', 'celery', 'vllm', 'torch', 'transformers', 'trl', 'peft', 'openai')\n"
+        "       if m in sys.modules]\n"
+        "assert not bad, bad\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
 def test_it_starts_the_web_process_without_torch_or_transformers():
     code = ("import os, sys; os.environ['DJANGO_SETTINGS_MODULE'] = 'webapp.settings'\n"
             "import django; django.setup()\n"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nlac_core.checkpoints import read_manifest
+from nlac_core.checkpoints import MANIFEST_NAME, read_manifest
 from nlac_core.training import ResumeError, SFTRunConfig, train_sft
 from tests.nlac_core.sft_helpers import records
 
@@ -37,9 +37,20 @@ def test_it_stops_after_the_first_step_with_the_checkpoint_saved(stopped):
 
 def test_it_refuses_to_resume_the_state_of_another_run(stopped, embedded_model_dir):
     out = stopped[0]
-    with pytest.raises(ResumeError, match=r"trainer-state: holds the trainer state of another run \(different "
-                                          r"dataset_hash\); pass resume=False"):
+    with pytest.raises(ResumeError, match=r"ckpt: holds a checkpoint of another run \(different dataset_hash\); "
+                                          r"pass resume=False"):
         train_sft(records()[:3], embedded_model_dir, out, CONFIG)
+    assert (out / "trainer-state" / "checkpoint-1").is_dir()
+    # A crash between the trainer's own save and the manifest leaves trainer state and no manifest:
+    # that state is checked against the run too.
+    manifest = out / MANIFEST_NAME
+    manifest.rename(out / "manifest.aside")
+    try:
+        with pytest.raises(ResumeError, match=r"trainer-state: holds the trainer state of another run \(different "
+                                              r"dataset_hash\); pass resume=False"):
+            train_sft(records()[:3], embedded_model_dir, out, CONFIG)
+    finally:
+        (out / "manifest.aside").rename(manifest)
     assert (out / "trainer-state" / "checkpoint-1").is_dir()
 
 
