@@ -5,11 +5,15 @@
 For each of 50 real steps of the gpt-4o tau-bench airline run (one step of each
 of 50 trajectories, spread over the episode), the successor writes one future
 (shared by all modes, so only the evaluator differs) and the evaluator writes a
-critique three ways: free zero-shot, free with a worked example, and section by
-section with categorical values chosen by likelihood. Prints, per mode, the
-share of critiques with all five fields valid, which fields were missing, the
-verdict distribution and the seconds taken. ``--save-fixtures`` keeps the free
-outputs as JSONL for the parser's tests.
+critique four ways: free zero-shot, free with a worked example, and section by
+section with categorical values chosen by likelihood, with the verdict's
+likelihoods calibrated against a content-free prompt (the default) and raw.
+Prints, per mode, the share of critiques with all five fields valid, which
+fields were missing, the verdict distribution (overall, and on steps of episodes
+that ended with reward 1 vs reward 0) and the seconds taken. ``--save-fixtures``
+keeps the free outputs as JSONL for the parser's tests.
+
+    python bench/bench_critique.py --modes sectioned,sectioned_raw   # only the sectioned variants
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from nlac_core.state import steps_of  # noqa: E402
 from nlac_core.successor import predict_futures, transition_of  # noqa: E402
 
 TAU = ROOT.parent / "shared" / "data" / "tau-bench" / "gpt-4o-airline.json"
+MODES = ("free_zero_shot", "free", "sectioned", "sectioned_raw")
 
 
 def spread_steps(n: int):
@@ -51,7 +56,12 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--max-state-chars", type=int, default=1500)
     parser.add_argument("--save-fixtures", default=None)
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     args = parser.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"--modes: unknown {', '.join(unknown)}; known: {', '.join(MODES)}")
 
     steps = spread_steps(args.steps)
     backend = HFBackend(model=str(ensure_embedded_model()))
@@ -68,16 +78,23 @@ def main() -> int:
 
     saved = []
     print(f"\n{'mode':<16}{'parsed':>10}{'rate':>8}{'seconds':>9}  missing fields / verdicts")
-    for mode in ("free_zero_shot", "free", "sectioned"):
+    won = [bool(s.trajectory.reward and s.trajectory.reward >= 1) for s in steps]
+    print(f"steps of episodes with reward 1: {sum(won)}, with reward 0: {len(won) - sum(won)}")
+    for mode in modes:
         start = time.perf_counter()
-        critiques = critique(backend, transitions, CritiqueConfig(mode=mode), futures=futures)
+        config = (CritiqueConfig(mode="sectioned", calibrate_verdicts=False) if mode == "sectioned_raw"
+                  else CritiqueConfig(mode=mode))
+        critiques = critique(backend, transitions, config, futures=futures)
         seconds = time.perf_counter() - start
         ok = sum(c.parse_ok for c in critiques)
         missing = collections.Counter(m for c in critiques for m in c.missing)
         verdicts = collections.Counter(c.verdict or "none" for c in critiques)
         print(f"{mode:<16}{ok:>6}/{len(critiques):<3}{ok / len(critiques):>8.0%}{seconds:>9.0f}  "
               f"missing {dict(missing) or '-'}; verdicts {dict(verdicts)}")
-        if mode != "sectioned":
+        for label, flag in (("reward 1", True), ("reward 0", False)):
+            split = collections.Counter(c.verdict or "none" for c, w in zip(critiques, won, strict=True) if w == flag)
+            print(f"{'':<42}on {label} steps: {dict(split)}")
+        if mode.startswith("free"):
             saved.extend({"mode": mode, "raw_text": c.raw_text, "expected_missing": list(c.missing)}
                          for c in critiques)
     if args.save_fixtures:

@@ -111,7 +111,10 @@ def _check_tool_use(spec: ActionSpec, text: str) -> ActionCheck:
     if action is None:
         return ActionCheck(False, error=error)
     call = action.tool_call
-    if call is not None and spec.tools:
+    if call is not None and not spec.tools:  # nothing to check a name against: never accepted blindly
+        return ActionCheck(False, action, f"no tools are known here, so tool call {call.name!r} cannot be checked "
+                                          "(give the tool schemas, e.g. refine --tools)")
+    if call is not None:
         if call.name not in spec.tools:
             return ActionCheck(False, action, f"unknown tool {call.name!r}; known: {', '.join(sorted(spec.tools))}")
         missing = [a for a in spec.tools[call.name] if a not in call.arguments]

@@ -40,6 +40,7 @@ class CritiqueConfig:
     temperature: float = 0.0
     seed: int = 0
     chunk_size: int = 16
+    calibrate_verdicts: bool = True  # sectioned: verdict scores relative to a content-free prompt (see sections)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -77,7 +78,7 @@ def critique(backend: Backend, transitions: Sequence[Transition], config: Critiq
                 for t, f in zip(transitions, futures, strict=True)]
     requests = [r.request() for r in rendered]
     if config.mode == "sectioned":
-        return _sectioned(backend, transitions, futures, requests, config, template.prompt_id)
+        return _sectioned(backend, transitions, futures, requests, config, template)
     spec = config.spec(config.free_tokens)
     provenance = Provenance.of(template.prompt_id, backend, spec)
     out = []
@@ -95,9 +96,15 @@ def mean_success(futures: Sequence[Future]) -> float | None:
     return sum(probs) / len(probs) if probs else None
 
 
-def _sectioned(backend, transitions, futures, requests, config, prompt_id) -> list[Critique]:
+CONTENT_FREE = "N/A"
+
+
+def _sectioned(backend, transitions, futures, requests, config, template) -> list[Critique]:
     """FUTURE and OUTCOME come from the futures (one future: its text; several: the model's
-    summary of them); VERDICT is chosen by likelihood; REASON and SUGGESTION are written."""
+    summary of them); VERDICT is chosen by likelihood (calibrated against the same prompt with
+    every input "N/A" and the same OUTCOME word, unless turned off); REASON and SUGGESTION
+    are written."""
+    prompt_id = template.prompt_id
     spec = config.spec(config.text_tokens)
     if config.k == 1:
         future_lines = [f[0].text for f in futures]
@@ -108,7 +115,12 @@ def _sectioned(backend, transitions, futures, requests, config, prompt_id) -> li
     outcome_words = ["unknown" if p is None else ("success" if p >= 0.5 else "failure") for p in success]
     requests = extend(requests, [f"FUTURE: {line}\nOUTCOME: {word}"
                                  for line, word in zip(future_lines, outcome_words, strict=True)])
-    verdicts = choose(backend, requests, "VERDICT", VERDICTS)
+    baselines = None
+    if config.calibrate_verdicts:
+        empty = template.render(state=CONTENT_FREE, action=CONTENT_FREE, futures=CONTENT_FREE).request()
+        baselines = extend([empty] * len(requests),
+                           [f"FUTURE: {CONTENT_FREE}\nOUTCOME: {word}" for word in outcome_words])
+    verdicts = choose(backend, requests, "VERDICT", VERDICTS, baselines=baselines)
     requests = extend(requests, [f"VERDICT: {best(p)}" for p in verdicts])
     reasons = continue_line(backend, requests, "REASON", spec, primer=REASON_PRIMER)
     requests = extend(requests, [f"REASON: {line}" for line in reasons])
@@ -120,7 +132,8 @@ def _sectioned(backend, transitions, futures, requests, config, prompt_id) -> li
         parsed = parse_critique(raw)
         out.append(Critique(t.ref, future_lines[i], success[i], best(verdicts[i]), reasons[i],
                             suggestions[i], raw, parsed.ok, provenance, tuple(futures[i]), parsed.missing,
-                            "sectioned"))
+                            "sectioned", verdict_probs={k: round(v, 4) for k, v in verdicts[i].items()},
+                            verdict_calibration="content_free" if config.calibrate_verdicts else ""))
     return out
 
 

@@ -52,6 +52,9 @@ class Critique:
     futures: tuple[Future, ...] = ()
     missing: tuple[str, ...] = ()
     mode: str = "sectioned"
+    # sectioned mode: P(verdict) over the three words, and how it was calibrated ("content_free" or "")
+    verdict_probs: dict[str, float] = field(default_factory=dict)
+    verdict_calibration: str = ""
 
     def render(self) -> str:
         """The critique as the refinement prompt and the SFT target show it."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nlac_core.actions import ActionSpec, render_message_action, tool_spec_from_names
+from nlac_core.actions import ActionSpec, render_message_action, tool_spec_from_names, tool_spec_from_schemas
 from nlac_core.backends.base import Backend, Provenance, SamplingSpec
 from nlac_core.critic import CritiqueConfig, critique
 from nlac_core.outputs import Critique, Refinement
@@ -39,11 +39,24 @@ class RefineConfig:
 
 
 def action_spec_for(step: StepView) -> ActionSpec:
-    """The action format of a stored step: the environment's, or the tools its trajectory used."""
-    env = step.trajectory.meta.get("env")
+    """The action format of a stored step: its environment's (our rollouts), the tool schemas stored with the
+    trajectory (OpenAI chat JSONL), or else the tools its trajectory used. With none of these known, any tool
+    call is refused (pass the schemas with ``refine --tools``)."""
+    trajectory = step.trajectory
+    env = trajectory.meta.get("env")
     if env in ("twenty_questions", "math"):
         return ActionSpec(env)
-    names = {c.name for m in step.trajectory.messages if m.role == "assistant" for c in m.tool_calls
+    if env == "tool_use":
+        from nlac_core.envs.mock_domain import AGENT_TOOLS
+
+        return ActionSpec("tool_use", AGENT_TOOLS)
+    schemas = trajectory.meta.get("tools")
+    if isinstance(schemas, list) and schemas:
+        try:
+            return tool_spec_from_schemas(schemas)
+        except (KeyError, TypeError, AttributeError):
+            pass  # malformed schemas: fall back to the tools the trajectory used
+    names = {c.name for m in trajectory.messages if m.role == "assistant" for c in m.tool_calls
              if c.requestor == "assistant"}
     return tool_spec_from_names(names)
 
@@ -102,10 +115,12 @@ def _tool_note(spec: ActionSpec) -> str:
 
 def refine_steps(backend: Backend, steps: Sequence[StepView], critiques: Sequence[Critique],
                  config: RefineConfig | None = None, spec_for: Callable[[StepView], ActionSpec] = action_spec_for,
-                 max_state_chars: int | None = None) -> list[Refinement]:
-    """Refine stored steps with their critiques (one critique per step, same order)."""
+                 max_state_chars: int | None = None,
+                 critique_config: CritiqueConfig | None = None) -> list[Refinement]:
+    """Refine stored steps with their critiques (one critique per step, same order); ``critique_config``
+    is what rounds after the first critique the new action with (default: ``CritiqueConfig()``)."""
     from nlac_core.successor import transition_of
 
     kwargs = {} if max_state_chars is None else {"max_state_chars": max_state_chars}
     transitions = [transition_of(s, render_message_action(s.action), **kwargs) for s in steps]
-    return refine(backend, transitions, critiques, [spec_for(s) for s in steps], config)
+    return refine(backend, transitions, critiques, [spec_for(s) for s in steps], config, critique_config)

@@ -35,8 +35,16 @@ def continue_line(backend: Backend, requests: Sequence[ChatRequest], header: str
 
 
 def choose(backend: Backend, requests: Sequence[ChatRequest], header: str, options: Sequence[str],
-           spec: SamplingSpec | None = None) -> list[dict[str, float]]:
+           spec: SamplingSpec | None = None,
+           baselines: Sequence[ChatRequest] | None = None) -> list[dict[str, float]]:
     """P(option) after ``header:`` for each request, from log-likelihoods (softmax over options).
+
+    ``baselines`` (one per request) are content-free versions of the requests
+    (the same prompt with the inputs replaced by "N/A"): each option's score is
+    then taken relative to its score there, which removes the model's prior for
+    a word whatever the input ("contextual calibration", Zhao et al. 2021). A
+    small model otherwise picks its favourite word for every step. Baselines
+    are scored once each, in the same backend call.
 
     A backend without log-likelihoods (an HTTP API) writes the line instead and
     the word it wrote gets probability 1; a word outside the options gives an
@@ -44,21 +52,35 @@ def choose(backend: Backend, requests: Sequence[ChatRequest], header: str, optio
     """
     if not requests:
         return []
+    if baselines is not None and len(baselines) != len(requests):
+        raise ValueError(f"choose: {len(baselines)} baselines for {len(requests)} requests")
+    unique: dict[tuple, int] = {}
+    for b in baselines or ():
+        unique.setdefault(_key(b), len(unique))
+    rows = [*requests, *(b for b in {_key(b): b for b in baselines or ()}.values())]
     try:
         scores = backend.loglikelihood([
             ScoreRequest(r.messages, f" {option}", f"{r.assistant_prefix}{header}:")
-            for r in requests for option in options])
+            for r in rows for option in options])
     except Unsupported:
         lines = continue_line(backend, requests, header, spec or SamplingSpec(max_new_tokens=8))
         return [_read_choice(line, options) for line in lines]
+    n = len(options)
     out = []
     for i in range(len(requests)):
-        row = scores[i * len(options):(i + 1) * len(options)]
+        row = scores[i * n:(i + 1) * n]
+        if baselines is not None:
+            j = len(requests) + unique[_key(baselines[i])]
+            row = [s - b for s, b in zip(row, scores[j * n:(j + 1) * n], strict=True)]
         top = max(row)
         weights = [math.exp(s - top) for s in row]
         total = sum(weights)
         out.append({option: w / total for option, w in zip(options, weights, strict=True)})
     return out
+
+
+def _key(request: ChatRequest) -> tuple:
+    return (repr(request.messages), request.assistant_prefix)
 
 
 def _read_choice(line: str, options: Sequence[str]) -> dict[str, float]:

@@ -26,6 +26,8 @@ from nlac_core.state import StepView, steps_of
 def load_trajectories(path: str, fmt: str | None, limit: int | None = None) -> list[TrajectoryRecord]:
     from nlac_core.formats import read
 
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
     out = []
     for item in read(path, fmt):
         if isinstance(item.record, TrajectoryRecord):
@@ -39,6 +41,8 @@ def load_trajectories(path: str, fmt: str | None, limit: int | None = None) -> l
 
 def select_steps(trajectories: list[TrajectoryRecord], which: str, max_steps: int | None) -> list[StepView]:
     """``all``, ``first``, ``last`` or comma-separated step numbers (negative counts from the end)."""
+    if max_steps is not None and max_steps < 1:
+        raise UsageError(f"--max-steps must be at least 1, got {max_steps}")
     chosen: list[StepView] = []
     for trajectory in trajectories:
         steps = steps_of(trajectory)
@@ -87,7 +91,7 @@ def cmd_critique(args) -> int:
     from nlac_core.successor import transition_of
 
     config = _config(CritiqueConfig, args, k=args.k, mode=args.mode, temperature=args.temperature, seed=args.seed,
-                     chunk_size=args.chunk_size)
+                     chunk_size=args.chunk_size, calibrate_verdicts=not args.no_calibration)
     steps = select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps, args.max_steps)
     backend = backend_from_args(args)
     transitions = [transition_of(s, None, args.max_state_chars) for s in steps]
@@ -163,6 +167,8 @@ def cmd_refine(args) -> int:
     from nlac_core.sft_data import StepIndex
 
     config = _config(RefineConfig, args, rounds=args.rounds, temperature=args.temperature, seed=args.seed)
+    if args.chunk_size < 1:
+        raise UsageError(f"--chunk-size must be at least 1, got {args.chunk_size}")
     index = StepIndex(load_trajectories(args.trajectories, args.format))
     critiques = _read_outputs(args.critiques, "Critique")
     steps = _steps_for(index, critiques, args.critiques)
@@ -252,6 +258,8 @@ def register(sub) -> None:
     p.add_argument("out", help="output JSONL of critiques")
     p.add_argument("--k", type=int, default=1, help="futures sampled per step (k > 1 needs --temperature)")
     p.add_argument("--mode", default="sectioned", choices=("sectioned", "free", "free_zero_shot"))
+    p.add_argument("--no-calibration", action="store_true",
+                   help="sectioned: take the verdict's raw likelihoods (default: relative to a content-free prompt)")
     add_backend_args(p)
     p.set_defaults(func=cmd_critique)
 

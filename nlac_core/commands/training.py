@@ -62,7 +62,7 @@ def cmd_train(args) -> int:
     try:
         result = train_sft(records, base, args.out, config=config, parent_checkpoint=args.parent, name=args.name,
                            on_progress=reporter, resume=args.resume, kind=args.kind)
-    except (ResumeError, CheckpointError) as exc:
+    except (ResumeError, CheckpointError, DatasetError) as exc:  # DatasetError: e.g. every record too long
         raise UsageError(str(exc)) from None
     finally:
         reporter.close()

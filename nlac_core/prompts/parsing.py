@@ -10,6 +10,7 @@ lost or invented.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # canonical field -> header words that mean it
@@ -32,6 +33,11 @@ _VERDICT_WORDS = (
     ("harmful", "harmful"), ("wrong", "harmful"), ("incorrect", "harmful"), ("bad", "harmful"),
     ("dangerous", "harmful"), ("optimal", "optimal"), ("correct", "optimal"), ("good", "optimal"),
     ("best", "optimal"), ("right", "optimal"),
+)
+_DECISION_WORDS = (
+    ("intervene", "intervene"), ("intervention", "intervene"), ("intervenes", "intervene"),
+    ("reject", "intervene"), ("rejected", "intervene"), ("approve", "approve"), ("approved", "approve"),
+    ("approves", "approve"), ("accept", "approve"), ("accepted", "approve"),
 )
 _PERCENT = re.compile(r"(\d{1,3}(?:\.\d+)?)\s*%")
 _FRACTION = re.compile(r"(?<![\d.])(0(?:\.\d+)?|1(?:\.0+)?)(?![\d.])")
@@ -69,23 +75,50 @@ def split_sections(text: str) -> Sections:
     return Sections({k: " ".join(p for p in v if p).strip() for k, v in found.items()}, tuple(order))
 
 
-def parse_verdict(text: str) -> str | None:
-    """optimal / suboptimal / harmful from free wording, None when it says none of them."""
-    low = (text or "").lower()
+_NEGATION = re.compile(r"\b(?:not|never|no|isn't|is not|wasn't|hardly)\s+(?:\w+\s+){0,1}$")
+
+
+def _first_word(low: str, table: Sequence[tuple[str, str]]) -> tuple[int, str] | None:
+    """The earliest (index, value) of a table word that stands as a whole word and is not negated
+    ("not harmful" does not say harmful; "alright" does not say right)."""
     best: tuple[int, str] | None = None
-    for word, verdict in _VERDICT_WORDS:
-        index = low.find(word)
-        if index >= 0 and (best is None or index < best[0]):
-            best = (index, verdict)
-    if best is None:
-        return None
-    # "not optimal" starts before "optimal": the earliest match decides
-    return best[1]
+    for word, value in table:
+        for match in re.finditer(rf"(?<![\w-]){re.escape(word)}(?![\w-])", low):
+            if _NEGATION.search(low[:match.start()]):
+                continue
+            if best is None or match.start() < best[0]:
+                best = (match.start(), value)
+            break
+    return best
+
+
+def parse_verdict(text: str) -> str | None:
+    """optimal / suboptimal / harmful from free wording, None when it says none of them.
+
+    The earliest whole, non-negated word decides: "Sub-optimal." is suboptimal,
+    "not harmful, but suboptimal" is suboptimal, "not optimal" is suboptimal.
+    """
+    best = _first_word((text or "").lower(), _VERDICT_WORDS)
+    return best[1] if best else None
+
+
+_OUTCOME_WORDS = (("success", 1.0), ("successful", 1.0), ("succeeds", 1.0), ("succeed", 1.0),
+                  ("failure", 0.0), ("fail", 0.0), ("fails", 0.0), ("failed", 0.0), ("unsuccessful", 0.0))
 
 
 def parse_success_prob(text: str) -> float | None:
-    """A probability of success from 'success', 'failure', '70%' or '0.7'; None when unclear."""
-    low = (text or "").lower()
+    """A probability of success from 'success', 'failure', '70%' or '0.7'; None when unclear.
+
+    A value that opens the text decides ("failure after 1 more turn" is 0.0,
+    "0.7 (likely success)" is 0.7); otherwise a percentage, then a bare
+    probability, then a lone outcome word anywhere ("not succeed" is failure).
+    """
+    low = (text or "").lower().strip()
+    opening = re.match(r"[\W_]*([a-z]+|\d)", low)
+    if opening and opening.group(1).isalpha():
+        word = dict(_OUTCOME_WORDS).get(opening.group(1))
+        if word is not None:
+            return word
     percent = _PERCENT.search(low)
     if percent:
         value = float(percent.group(1))
@@ -93,22 +126,21 @@ def parse_success_prob(text: str) -> float | None:
     fraction = _FRACTION.search(low)
     if fraction:
         return float(fraction.group(1))
-    has_success = re.search(r"\bsucce(ss|ed|eds|ssful)\b", low) is not None
-    has_failure = re.search(r"\b(fail|fails|failure|failed|unsuccessful)\b", low) is not None
-    if has_success and not has_failure and "not succe" not in low:
-        return 1.0
-    if has_failure and not has_success or "not succe" in low:
-        return 0.0
-    return None
+    values = set()
+    for word, value in _OUTCOME_WORDS:
+        for match in re.finditer(rf"\b{word}\b", low):
+            negated = _NEGATION.search(low[:match.start()]) is not None
+            values.add(1.0 - value if negated else value)
+    return values.pop() if len(values) == 1 else None
 
 
 def parse_decision(text: str) -> str | None:
+    """approve / intervene from free wording ("no need to intervene" approves)."""
     low = (text or "").lower()
-    if "interven" in low or "reject" in low:
-        return "intervene"
-    if "approv" in low or "accept" in low:
+    if re.search(r"\b(?:no need to|no reason to|don't|do not|not) (?:intervene|reject)", low):
         return "approve"
-    return None
+    best = _first_word(low, _DECISION_WORDS)
+    return best[1] if best else None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """critique / backup / refine / build-dataset from the command line, as a researcher runs them."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -33,6 +34,20 @@ def test_it_names_the_bad_argument_or_file(tmp_path):
     out = run("build-dataset", "successor", bad, tmp_path / "d.jsonl", "--trajectories", TAU_GPT4O)
     assert out.returncode == 2 and "line 1: expected a BellmanTarget record, got 'Refinement'" in out.stderr
     assert not (tmp_path / "d.jsonl").exists() and not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("critique", TAU_GPT4O, "o.jsonl", "--limit", "0"), "error: --limit must be at least 1, got 0"),
+    (("backup", TAU_GPT4O, "o.jsonl", "--limit", "-3"), "error: --limit must be at least 1, got -3"),
+    (("critique", TAU_GPT4O, "o.jsonl", "--limit", "1", "--max-steps", "0"), "error: --max-steps must be at least 1"),
+    (("critique", TAU_GPT4O, "o.jsonl", "--limit", "1", "--chunk-size", "0"), "chunk_size must be at least 1"),
+    (("refine", TAU_GPT4O, "c.jsonl", "o.jsonl", "--chunk-size", "0"), "error: --chunk-size must be at least 1"),
+])
+def test_it_refuses_counts_below_one_without_a_traceback(tmp_path, args, message):
+    out = subprocess.run([sys.executable, "-m", "nlac_core", *map(str, args)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "o.jsonl").exists()
 
 
 @pytest.mark.slow

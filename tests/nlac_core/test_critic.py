@@ -16,17 +16,29 @@ def scorer_preferring(*words):
     return lambda request: 0.0 if request.continuation.strip() in words else -3.0
 
 
+def content_free(request):
+    return "CONVERSATION SO FAR:\nN/A\n" in request.messages[-1]["content"]
+
+
+def biased_scorer(request):
+    """A model that likes "optimal" whatever it reads, and likes "harmful" more on a real step than on none."""
+    word = request.continuation.strip()
+    prior = {"optimal": 0.0, "suboptimal": -4.0, "harmful": -5.0, "success": -3.0, "failure": 0.0}[word]
+    return prior + (4.0 if word == "harmful" and not content_free(request) else 0.0)
+
+
 def test_it_writes_a_structured_critique_in_five_batched_calls():
     steps = tau_steps()[:5]
-    backend = FakeBackend(responder=lambda r: " the user confirms\nand more", scorer=scorer_preferring("failure",
-                                                                                                      "harmful"))
+    backend = FakeBackend(responder=lambda r: " the user confirms\nand more", scorer=biased_scorer)
     critiques = critique(backend, [transition_of(s) for s in steps])
     assert [kind for kind, _ in backend.calls] == ["generate", "loglikelihood", "loglikelihood", "generate",
                                                    "generate"]
-    assert all(len(batch) in (5, 10, 15) for _, batch in backend.calls)  # the whole batch in each call
+    # the whole batch in each call; the verdict call adds one content-free row per OUTCOME word (all "failure")
+    assert [len(batch) for _, batch in backend.calls] == [5, 10, 15 + 3, 5, 5]
     for c, step in zip(critiques, steps, strict=True):
         assert c.parse_ok and c.missing == ()
-        assert c.verdict == "harmful"
+        assert c.verdict == "harmful" and c.verdict_calibration == "content_free"
+        assert c.verdict_probs["harmful"] > 0.5 and sum(c.verdict_probs.values()) == pytest.approx(1, abs=1e-3)
         assert c.success_prob == pytest.approx(1 / (1 + 2.718281828 ** 3), rel=1e-3)
         assert c.predicted_future == "After this action, the user confirms"
         assert c.reasoning.startswith("The action is") and c.suggestion.startswith("The agent should")
@@ -34,6 +46,20 @@ def test_it_writes_a_structured_critique_in_five_batched_calls():
         assert c.provenance.prompt_id.startswith("evaluator_zero_shot@") and c.provenance.backend == "fake"
         assert c.futures[0].provenance.prompt_id.startswith("successor@")
         assert c.raw_text.splitlines()[2] == "VERDICT: harmful"
+
+
+def test_it_calibrates_verdicts_against_the_content_free_prompt():
+    """Raw likelihoods give the model's favourite word for every step; calibrated ones what the step changed."""
+    transitions = [transition_of(s) for s in tau_steps()[:3]]
+    raw = critique(FakeBackend(responder=lambda r: " x", scorer=biased_scorer), transitions,
+                   CritiqueConfig(calibrate_verdicts=False))
+    assert {c.verdict for c in raw} == {"optimal"} and {c.verdict_calibration for c in raw} == {""}
+    backend = FakeBackend(responder=lambda r: " x", scorer=biased_scorer)
+    calibrated = critique(backend, transitions)
+    assert {c.verdict for c in calibrated} == {"harmful"}
+    baseline_rows = [r for r in backend.calls[2][1] if content_free(r)]
+    assert len(baseline_rows) == 3  # one content-free row per verdict word, shared by the three steps
+    assert baseline_rows[0].assistant_prefix.endswith("FUTURE: N/A\nOUTCOME: failure\nVERDICT:")
 
 
 def test_it_keeps_raw_text_and_flags_a_broken_free_critique():

@@ -85,3 +85,13 @@ def test_it_lists_the_500_problems_and_rejects_other_splits(env, tmp_path):
     bad.write_text('{"problem": "1+1?", "answer": "2"}\n{"problem": "no answer"}\n')
     with pytest.raises(EnvError, match="bad.jsonl, line 2: missing string field"):
         make_env("math", problems_path=bad)
+
+
+@pytest.mark.parametrize("text, answer", [
+    ("so \\boxed{\\frac{1}{2}}.", "\\frac{1}{2}"), ("\\boxed 5 and {x}", "5"), ("$\\boxed 12$", "12"),
+    ("\\boxed{3} then \\boxed {4}", "4"), ("\\boxed{unclosed", None), ("\\boxedx", None),
+])
+def test_it_extracts_the_last_boxed_answer_in_either_latex_form(text, answer):
+    from nlac_core.mathanswer import extract_boxed
+
+    assert extract_boxed(text) == answer

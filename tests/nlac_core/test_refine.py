@@ -1,5 +1,7 @@
 """Refinement: m rounds, each checked against the environment's action format."""
 
+from dataclasses import replace
+
 import pytest
 
 from nlac_core.actions import ActionSpec
@@ -67,6 +69,30 @@ def test_it_keeps_the_last_valid_round_when_a_later_one_breaks_the_format():
     assert r.valid and r.refined_action == "Is it a dog?" and r.history[-1] == "I think it is a dog."
 
 
+def test_it_refuses_a_tool_call_when_no_tool_is_known():
+    """A trajectory that never called a tool gives nothing to check a name against: no blind acceptance."""
+    step = tau_steps()[0]
+    bare = replace(step, trajectory=replace(step.trajectory, messages=tuple(
+        replace(m, tool_calls=()) for m in step.trajectory.messages)))
+    assert action_spec_for(bare).tools == {}
+    check = action_spec_for(bare).check('TOOL_CALL: {"name": "rm_rf", "arguments": {}}')
+    assert not check.ok and "no tools are known here" in check.error
+    assert action_spec_for(bare).check("Could you give me your user id?").ok  # a reply needs no tool
+
+
+def test_it_passes_the_critique_config_to_later_rounds():
+    step = tau_steps()[2]
+    backend = FakeBackend(responder=lambda r: "Is it a dog?" if "Write the improved action" in
+                          r.messages[-1]["content"] else "FUTURE: x\nOUTCOME: success\nVERDICT: optimal\nREASON: r\n"
+                          "SUGGESTION: s")
+    [c] = critiques_for([step])
+    refine_steps(backend, [step], [c], RefineConfig(rounds=2), spec_for=lambda s: ActionSpec("twenty_questions"),
+                 critique_config=CritiqueConfig(mode="free"))
+    free_prompts = [req for kind, batch in backend.calls if kind == "generate" for req in batch
+                    if req.messages[0]["content"].startswith("You are a critic")]
+    assert free_prompts and all(len(req.messages) > 3 for req in free_prompts)  # the worked example is in it
+
+
 def test_it_checks_twenty_questions_and_math_actions():
     q = ActionSpec("twenty_questions")
     assert q.check("Is it an animal?").ok
@@ -81,5 +107,11 @@ def test_it_takes_the_action_format_from_the_trajectory():
     step = tau_steps()[0]
     spec = action_spec_for(step)
     assert spec.kind == "tool_use" and "get_user_details" in spec.tools and "book_reservation" in spec.tools
+    schemas = [{"type": "function", "function": {"name": "lookup", "parameters": {"required": ["id"]}}}]
+    with_schemas = replace(step, trajectory=replace(step.trajectory, meta={"tools": schemas}))
+    assert action_spec_for(with_schemas).tools == {"lookup": ("id",)}  # stored schemas win over tools used
+    ours = replace(step, trajectory=replace(step.trajectory, meta={"env": "tool_use"}))
+    assert set(action_spec_for(ours).tools) == {"get_users", "get_task", "create_task", "update_task_status",
+                                                "transfer_to_human_agents"}
     with pytest.raises(ValueError, match="rounds"):
         RefineConfig(rounds=0)
