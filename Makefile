@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-sft bench-envs clean
+.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-critique bench-sft bench-envs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ bench-browse: $(RUN_STAMP)
 
 bench-generate: $(RUN_STAMP)
 	$(PY) bench/bench_generate.py
+
+bench-critique: $(RUN_STAMP)
+	$(PY) bench/bench_critique.py
 
 bench-sft: $(RUN_STAMP)
 	$(PY) bench/bench_sft.py

@@ -1,6 +1,7 @@
 """CPU generation throughput of the embedded model: 16 requests in one batched call vs 16 single calls.
 
     python bench/bench_generate.py [--requests 16] [--max-new-tokens 64] [--threads N]
+    python bench/bench_generate.py --device cuda --dtype bfloat16 [--model DIR]   # on a GPU host
 
 Same prompts, greedy, both ways; throughput is completion tokens (up to EOS)
 per second of wall time. Batching is the default path of every backend, so the
@@ -44,6 +45,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--dtype", default="auto", help="auto (float32 on CPU, bfloat16 on CUDA), float32, bfloat16")
+    parser.add_argument("--model", default=None, help="model directory (default: the embedded model)")
     args = parser.parse_args()
 
     import torch
@@ -54,7 +58,8 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    backend = HFBackend(model=str(ensure_embedded_model()), device="cpu", batch_size=args.requests)
+    backend = HFBackend(model=args.model or str(ensure_embedded_model()), device=args.device, dtype=args.dtype,
+                        batch_size=args.requests)
     requests = [[{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)]}] for i in range(args.requests)]
     spec = SamplingSpec(max_new_tokens=args.max_new_tokens)
     backend.generate(requests[:2], SamplingSpec(max_new_tokens=4))  # warm-up: first-call allocations
@@ -70,7 +75,8 @@ def main() -> None:
     single_tokens = sum(c.completion_tokens for c in single)
     same = sum(b.text == s.text for b, s in zip(batched, single, strict=True))
     batched_rate, single_rate = batched_tokens / batched_s, single_tokens / single_s
-    print(f"settings: {backend.model}, cpu, float32, torch threads {torch.get_num_threads()} of {os.cpu_count()} "
+    print(f"settings: {backend.model}, {backend.device}, {str(backend.hf_model.dtype).removeprefix('torch.')}, "
+          f"torch threads {torch.get_num_threads()} of {os.cpu_count()} "
           f"cores (load average {os.getloadavg()[0]:.1f}), {args.requests} requests, "
           f"max_new_tokens {args.max_new_tokens}, greedy")
     print(f"batched (1 call):   {batched_tokens} tokens in {batched_s:.2f} s = {batched_rate:.1f} tokens/s")

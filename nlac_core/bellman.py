@@ -76,10 +76,12 @@ def backup(policy: Backend, target: Backend, steps: Sequence[StepView], config: 
 
     # 1. a_t+1: from the policy, or as recorded
     action_spec = config.spec(config.action_tokens)
+    action_provenance: list[Provenance | None] = [None] * len(inner)
     if config.next_action == "policy" and inner:
         rendered = [prompter(n) for n in next_steps]
         completions = policy.generate([r.request() for r in rendered], action_spec)
         next_actions = [clip_action(c.text) for c in completions]
+        action_provenance = [Provenance.of(r.prompt_id, policy, action_spec) for r in rendered]
     else:
         next_actions = [clip_action(render_message_action(n.action)) for n in next_steps]
 
@@ -90,12 +92,12 @@ def backup(policy: Backend, target: Backend, steps: Sequence[StepView], config: 
 
     # 3. compose the target for (s_t, a_t)
     renders, probs, by_step = [], [], {}
-    for step, action, future in zip(inner, next_actions, next_futures, strict=True):
+    for step, action, future, made_by in zip(inner, next_actions, next_futures, action_provenance, strict=True):
         t = transition_of(step, None, config.max_state_chars)
         renders.append(BACKUP.render(state=t.state, action=t.action, reward=f"{step.reward:g}",
                                      observed=_observed(step), next_action=action, next_future=future.text))
         probs.append(future.success_prob)
-        by_step[id(step)] = (action, future)
+        by_step[id(step)] = (action, future, made_by)
     terminals = [s for s in steps if s.terminal]
     for step in terminals:
         t = transition_of(step, None, config.max_state_chars)
@@ -112,9 +114,11 @@ def backup(policy: Backend, target: Backend, steps: Sequence[StepView], config: 
         if step.terminal:
             results[id(step)] = BellmanTarget(ref_of(step), text, prob, True, provenance)
         else:
-            action, future = by_step[id(step)]
+            action, future, made_by = by_step[id(step)]
             results[id(step)] = BellmanTarget(ref_of(step), text, prob, False, provenance, next_action=action,
-                                              next_future=future.text, next_provenance=future.provenance)
+                                              next_future=future.text, next_provenance=future.provenance,
+                                              next_action_source=config.next_action,
+                                              next_action_provenance=made_by)
     return [results[id(s)] for s in steps]
 
 

@@ -75,7 +75,9 @@ class BellmanTarget:
     provenance: Provenance
     next_action: str = ""
     next_future: str = ""
-    next_provenance: Provenance | None = None
+    next_provenance: Provenance | None = None  # of d_t+1: the target (EMA) model's successor call
+    next_action_source: str = ""  # "policy" (sampled a_t+1) or "data" (the recorded next action)
+    next_action_provenance: Provenance | None = None  # of a sampled a_t+1: the policy's call
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def from_json(data: dict[str, Any]) -> Future | Critique | BellmanTarget | Refin
         return Critique(**data)
     if kind == "BellmanTarget":
         data["next_provenance"] = _prov(data.get("next_provenance"))
+        data["next_action_provenance"] = _prov(data.get("next_action_provenance"))
         return BellmanTarget(**data)
     if kind == "Refinement":
         data["history"] = tuple(data.get("history", ()))

@@ -71,7 +71,8 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
     trial_seeds = [derive_seed(spec.seed, task.external_id, trial) for task, trial in slots]
     seeds_used: list[list[int | None]] = [[] for _ in slots]
     finished = 0
-    meta = {"policy_prompt_id": env.policy_template.prompt_id, "sampling": spec.to_dict(), "seed": spec.seed,
+    meta = {"policy_prompt_id": env.policy_template.prompt_id, "policy_backend": policy.name,
+            "sampling": spec.to_dict(), "seed": spec.seed,
             "seeding": "per_trial" if per_row else "per_call", "max_turns": max_turns}
 
     def settle(i: int) -> None:

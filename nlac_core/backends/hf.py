@@ -150,6 +150,7 @@ class HFBackend:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
         self.max_length = max_length or self._context_length()
         self._warned_truncation = False
+        self.truncated_prompts = 0
 
     # ----------------------------------------------------------------- setup
 
@@ -184,14 +185,20 @@ class HFBackend:
         return templating.prompt_ids(self.tokenizer, request)
 
     def _fit(self, ids: list[int], budget: int) -> list[int]:
-        """Keep the end of a prompt that does not fit (the latest turns matter most)."""
+        """A prompt that does not fit loses its middle: the first quarter of the budget keeps the system
+        text and examples (the instructions), the rest keeps the end (the latest turns and the request).
+        Callers clip states to a character budget first; this is the last resort, counted in
+        ``truncated_prompts`` and warned about once."""
         if len(ids) <= budget:
             return ids
+        self.truncated_prompts += 1
+        head = budget // 4
         if not self._warned_truncation:
-            log.warning("%s: a prompt of %d tokens exceeds the %d-token budget; keeping its last %d tokens "
-                        "(warned once)", self.model, len(ids), budget, budget)
+            log.warning("%s: a prompt of %d tokens exceeds the %d-token budget; keeping its first %d and last %d "
+                        "tokens (warned once; see truncated_prompts)", self.model, len(ids), budget, head,
+                        budget - head)
             self._warned_truncation = True
-        return ids[len(ids) - budget:]
+        return ids[:head] + ids[len(ids) - (budget - head):]
 
     # ------------------------------------------------------------ generation
 

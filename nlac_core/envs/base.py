@@ -199,6 +199,11 @@ class Environment(ABC):
         return ""
 
     @property
+    def env_llm(self) -> dict[str, Any]:
+        """Provenance of the environment's own LLM (backend, model, sampling), stored on each trajectory."""
+        return {}
+
+    @property
     def policy_text(self) -> str:
         """The domain policy the agent must follow, if any: TrajectoryRecord.policy."""
         return ""
@@ -293,5 +298,6 @@ class Environment(ABC):
             usage=dict(self.usage),
             external_id=f"{self.name}/{self.task.external_id}/trial-{trial}",
             policy=self.policy_text,
-            meta={"env": self.name, "turns": self.turns, **(meta or {})},
+            meta={"env": self.name, "turns": self.turns, **({"env_llm": self.env_llm} if self.env_llm else {}),
+                  **(meta or {})},
         )

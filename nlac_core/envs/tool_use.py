@@ -145,6 +145,12 @@ class ToolUseEnv(Environment):
         return self._shared.user.model
 
     @property
+    def env_llm(self) -> dict[str, Any]:
+        shared = self._shared
+        return {"role": "simulated_user", "backend": shared.user.name, "model": shared.user.model,
+                "sampling": shared.user_spec.to_dict()}
+
+    @property
     def policy_text(self) -> str:
         return self._shared.policy
 

@@ -133,6 +133,13 @@ class TwentyQuestionsEnv(Environment):
     def env_models(self) -> str:
         return self._shared.oracle.model
 
+    @property
+    def env_llm(self) -> dict[str, Any]:
+        shared = self._shared
+        return {"role": "oracle", "backend": shared.oracle.name, "model": shared.oracle.model,
+                "mode": "loglikelihood" if shared.score else "generate",
+                "sampling": None if shared.score else shared.oracle_spec.to_dict()}
+
     def spawn(self) -> TwentyQuestionsEnv:
         return TwentyQuestionsEnv(self._shared.oracle, max_questions=self.max_turns, _shared=self._shared)
 

@@ -83,17 +83,24 @@ def test_it_counts_prompt_and_completion_tokens(embedded_backend):
     assert done.completion_tokens == len(embedded_backend.tokenizer.encode(done.text)) + 1
 
 
-def test_it_keeps_the_end_of_a_prompt_too_long_for_the_context(embedded_backend, caplog):
-    long_request = chat("Please read this. " * 60 + "Now say hello.")
-    saved = embedded_backend.max_length, embedded_backend._warned_truncation
+def test_it_keeps_the_start_and_the_end_of_a_prompt_too_long_for_the_context(embedded_backend, caplog):
+    long_request = [{"role": "system", "content": "You are terse."},
+                    {"role": "user", "content": "Please read this. " * 60 + "Now say hello."}]
+    full = embedded_backend.prompt_ids(ChatRequest(long_request))
+    saved = embedded_backend.max_length, embedded_backend._warned_truncation, embedded_backend.truncated_prompts
     embedded_backend.max_length, embedded_backend._warned_truncation = 64, False
     try:
         with caplog.at_level(logging.WARNING, logger="nlac_core.backends.hf"):
             first, second = embedded_backend.generate([long_request, long_request], SamplingSpec(max_new_tokens=4))
+        kept = embedded_backend._fit(full, 60)
+        assert embedded_backend.truncated_prompts == saved[2] + 3
     finally:
-        embedded_backend.max_length, embedded_backend._warned_truncation = saved
+        embedded_backend.max_length, embedded_backend._warned_truncation, embedded_backend.truncated_prompts = saved
     assert first.prompt_tokens == second.prompt_tokens == 60
     assert len([r for r in caplog.records if "exceeds" in r.message]) == 1
+    text = embedded_backend.tokenizer.decode(kept)
+    assert "You are terse." in text and text.rstrip().endswith("assistant")  # instructions and the request kept
+    assert "Now say hello." in text
 
 
 def test_it_prefers_yes_to_an_unrelated_continuation(embedded_backend):

@@ -4,6 +4,7 @@ import pytest
 
 from nlac_core.backends.fake import FakeBackend
 from nlac_core.bellman import BackupConfig, backup, backup_chunks
+from nlac_core.outputs import from_json, to_json
 from tests.nlac_core._steps import tau_steps, tau_trajectories
 
 
@@ -26,7 +27,10 @@ def test_it_bootstraps_from_the_target_models_future_of_the_policys_next_action(
         assert t.success_prob == pytest.approx(1 / (1 + 2.718281828 ** -2), rel=1e-3)  # carried from d_t+1
         assert t.text == "After this action, the agent books the flight"
         assert t.provenance.prompt_id.startswith("backup@") and t.provenance.model == "policy"
-        assert t.next_provenance.model == "target"
+        assert t.next_provenance.model == "target" and t.next_provenance.prompt_id.startswith("successor@")
+        assert t.next_action_source == "policy" and t.next_action_provenance.model == "policy"
+        assert t.next_action_provenance.prompt_id.startswith("agent_policy@")
+        assert from_json(to_json(t)) == t
     # the backup prompt shows what really happened right after the action
     compose = policy.calls[1][1][0].messages[-1]["content"]
     assert "WHAT HAPPENED RIGHT AFTER (reward 0)" in compose and "the user is happy" in compose
@@ -40,6 +44,7 @@ def test_it_uses_the_recorded_next_action_off_policy():
     from nlac_core.actions import render_message_action
 
     assert targets[0].next_action == render_message_action(steps[1].action)  # the recorded one, rendered
+    assert targets[0].next_action_source == "data" and targets[0].next_action_provenance is None
 
 
 def test_it_describes_the_final_state_at_a_terminal_transition_with_the_real_outcome():

@@ -45,3 +45,19 @@ def test_it_evaluates_the_embedded_model_and_writes_metrics_and_trajectories(tmp
     assert data["n_episodes"] == 1 and data["meta"]["sampling"]["max_new_tokens"] == 24
     record, = read_trajectories(episodes)
     assert record.task.external_id == "test/precalculus/807.json" and record.meta["env"] == "math"
+
+
+@pytest.mark.slow
+def test_it_rolls_out_twenty_questions_into_an_importable_jsonl(tmp_path):
+    episodes = tmp_path / "games.jsonl"
+    out = run("rollout", "--env", "twenty_questions", "--tasks", "2", "--trials", "2", "--max-turns", "2",
+              "--max-new-tokens", "12", "--temperature", "0.7", "--seed", "1", "--out", str(episodes))
+    assert out.returncode == 0, out.stderr
+    assert f"wrote 4 trajectories to {episodes}" in out.stderr and "winrate:" in out.stderr
+    records = list(read_trajectories(episodes))
+    assert [(r.task.external_id, r.trial) for r in records] == [("Basketball", 0), ("Basketball", 1), ("Cat", 0),
+                                                                 ("Cat", 1)]
+    assert all(r.meta["env"] == "twenty_questions" and 1 <= r.meta["turns"] <= 2 for r in records)
+    assert all(r.meta["env_llm"]["mode"] == "loglikelihood" and r.meta["policy_backend"] == "hf" for r in records)
+    assert records[0].meta["trial_seed"] != records[1].meta["trial_seed"]
+    assert not list(tmp_path.glob("*.part"))

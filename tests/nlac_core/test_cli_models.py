@@ -69,3 +69,25 @@ def test_it_prints_the_converted_embedded_model_directory(embedded_model_dir):
     out = run("convert-model")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(embedded_model_dir)
+
+
+@pytest.mark.slow
+def test_it_converts_the_wheels_gguf_into_a_fresh_directory_that_loads_and_generates(tmp_path, embedded_backend):
+    """The conversion itself (the session's model directory was converted long ago): GGUF -> safetensors,
+    refused over an existing model without --force, and the result generates what the cached one does."""
+    from nlac_core.backends.base import SamplingSpec
+    from nlac_core.backends.hf import HFBackend
+    from nlac_core.checkpoints import read_manifest
+
+    target = tmp_path / "converted"
+    out = run("convert-model", "--out", str(target))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(target)
+    assert (target / "model.safetensors").is_file() and (target / "tokenizer.json").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary directory left
+    assert read_manifest(target).base_model == "smollm2-135m-instruct"
+    out = run("convert-model", "--out", str(target))
+    assert out.returncode == 2 and "a model is already there (use --force to replace it)" in out.stderr
+    messages = [[{"role": "user", "content": "Name a fruit that is yellow."}]]
+    spec = SamplingSpec(max_new_tokens=12)
+    assert HFBackend(model=str(target)).generate(messages, spec) == embedded_backend.generate(messages, spec)

@@ -71,6 +71,8 @@ def test_it_advances_all_live_episodes_with_one_policy_call_and_one_oracle_call_
     assert [len(r) for _, r in oracle_calls] == [24] + [18] * 19  # two scores (Yes./No.) per live question
     cat = next(r for r in records if r.task.external_id == "Cat")
     assert cat.reward == -1.0 and cat.termination_reason == "guessed" and cat.meta["turns"] == 2
+    assert cat.meta["policy_backend"] == "fake" and cat.meta["env_llm"] == {
+        "role": "oracle", "backend": "fake", "model": "oracle", "mode": "loglikelihood", "sampling": None}
     assert {r.reward for r in records if r.task.external_id != "Cat"} == {-20.0}
 
 
@@ -84,6 +86,8 @@ def test_it_batches_the_simulated_users_across_tool_use_episodes():
     assert len(records) == 6 and {r.termination_reason for r in records} == {"user_stop"}
     assert [len(requests) for _, requests in simulated.calls] == [6, 6, 6]  # reset, turn 1, turn 2
     assert all(r.user_model == "fake-model" and r.reward == 0.0 for r in records)
+    assert records[0].meta["env_llm"] == {"role": "simulated_user", "backend": "fake", "model": "fake-model",
+                                          "sampling": env._shared.user_spec.to_dict()}
 
 
 def test_it_seeds_each_trial_so_that_a_trial_samples_the_same_text_in_any_batch(env):
