@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
@@ -50,20 +50,23 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
             spec: SamplingSpec | None = None, max_turns: int | None = None, source_model: str | None = None,
             source_checkpoint: str = "", progress: ProgressFn | None = None,
             should_stop: Callable[[], bool] | None = None,
-            on_trajectory: Callable[[TrajectoryRecord], None] | None = None) -> list[TrajectoryRecord]:
+            on_trajectory: Callable[[TrajectoryRecord], None] | None = None,
+            skip: Collection[tuple[str, int]] = ()) -> list[TrajectoryRecord]:
     """Play every task ``trials`` times; the finished episodes as TrajectoryRecords, in task then trial order.
 
     ``env`` is a template slot (its siblings are spawned); ``spec`` defaults to the
     environment's usual token budget, greedy; ``max_turns`` caps agent steps below the
     environment's own cap; ``progress(done, total)`` is called as episodes finish;
-    ``on_trajectory`` receives each one when it finishes (to store it at once).
+    ``on_trajectory`` receives each one when it finishes (to store it at once); ``skip`` names
+    (task external_id, trial) slots not to play (a resumed job's finished episodes: the others keep
+    their seeds, so they play as they would have).
     """
     if trials < 1:
         raise EnvError(f"rollout: trials must be at least 1, got {trials}")
     if max_turns is not None and max_turns < 1:
         raise EnvError(f"rollout: max_turns must be at least 1, got {max_turns}")
     spec = env.policy_sampling(spec or SamplingSpec(max_new_tokens=env.default_max_new_tokens))
-    slots = [(task, trial) for task in tasks for trial in range(trials)]
+    slots = [(task, trial) for task in tasks for trial in range(trials) if (task.external_id, trial) not in skip]
     envs = [env.spawn() for _ in slots]
     total = len(envs)
     results: list[TrajectoryRecord | None] = [None] * total

@@ -10,6 +10,7 @@ and budget always give the same text (prompts are cached and compared by it).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from nlac_core.actions import render_message_action
@@ -125,3 +126,33 @@ def render_outcome(trajectory: TrajectoryRecord) -> str:
     if trajectory.reward is None:
         return "the episode ended without a reward"
     return f"the episode ended with reward {trajectory.reward:g} ({'success' if trajectory.success else 'failure'})"
+
+
+def pick_steps(trajectories: Iterable[TrajectoryRecord], which: str = "all",
+               max_steps: int | None = None) -> list[StepView]:
+    """The agent steps ``which`` names in each trajectory: ``all``, ``first``, ``last`` or step numbers such
+    as ``0,2,-1`` (negative counts from the end; numbers past a trajectory's end are skipped), at most
+    ``max_steps`` in all. A malformed ``which`` is a ValueError that quotes it."""
+    numbers: list[int] = []
+    if which not in ("all", "first", "last"):
+        try:
+            numbers = [int(n) for n in which.split(",") if n.strip()]
+        except ValueError:
+            raise ValueError(f"{which!r}: expected all, first, last or step numbers like 0,2,-1") from None
+    chosen: list[StepView] = []
+    for trajectory in trajectories:
+        steps = steps_of(trajectory)
+        if not steps:
+            continue
+        if which == "all":
+            chosen.extend(steps)
+        elif which == "first":
+            chosen.append(steps[0])
+        elif which == "last":
+            chosen.append(steps[-1])
+        else:
+            chosen.extend(steps[n] for n in numbers if -len(steps) <= n < len(steps))
+        if max_steps is not None and len(chosen) >= max_steps:
+            return chosen[:max_steps]
+    return chosen
+

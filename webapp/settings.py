@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "template_partials",
     "webapp.accounts",
     "webapp.trajectories",
+    "webapp.jobs",
 ]
 
 MIDDLEWARE = [
@@ -131,6 +132,15 @@ CELERY_TASK_ROUTES = {"workers.tasks.model.*": {"queue": "gpu"}, "workers.tasks.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A job's lease: the worker renews it every third of this while it works; the reaper re-queues a job
+# whose lease ran out (its worker died or hung). Beat runs the reaper every NLAC_REAP_EVERY_S seconds.
+NLAC_JOBS_DIR = Path(os.environ.get("NLAC_JOBS_DIR", VAR_DIR / "jobs"))  # full job logs and export files
+NLAC_JOB_LEASE_S = int(os.environ.get("NLAC_JOB_LEASE_S", "60"))
+NLAC_REAP_EVERY_S = int(os.environ.get("NLAC_REAP_EVERY_S", "30"))
+CELERY_BEAT_SCHEDULE = {
+    "reap-expired-job-leases": {"task": "workers.tasks.jobs.reap_jobs", "schedule": float(NLAC_REAP_EVERY_S),
+                                "options": {"queue": "cpu"}},
+}
 
 LOGGING = {
     "version": 1,

@@ -20,7 +20,7 @@ from nlac_core.commands.common import (
 )
 from nlac_core.outputs import from_json, to_json
 from nlac_core.records import TrajectoryRecord
-from nlac_core.state import StepView, steps_of
+from nlac_core.state import StepView, pick_steps
 
 
 def load_trajectories(path: str, fmt: str | None, limit: int | None = None) -> list[TrajectoryRecord]:
@@ -43,25 +43,10 @@ def select_steps(trajectories: list[TrajectoryRecord], which: str, max_steps: in
     """``all``, ``first``, ``last`` or comma-separated step numbers (negative counts from the end)."""
     if max_steps is not None and max_steps < 1:
         raise UsageError(f"--max-steps must be at least 1, got {max_steps}")
-    chosen: list[StepView] = []
-    for trajectory in trajectories:
-        steps = steps_of(trajectory)
-        if not steps:
-            continue
-        if which == "all":
-            chosen.extend(steps)
-        elif which == "first":
-            chosen.append(steps[0])
-        elif which == "last":
-            chosen.append(steps[-1])
-        else:
-            try:
-                numbers = [int(n) for n in which.split(",") if n.strip()]
-            except ValueError:
-                raise UsageError(f"--steps {which!r}: expected all, first, last or step numbers like 0,2,-1") from None
-            chosen.extend(steps[n] for n in numbers if -len(steps) <= n < len(steps))
-    if max_steps is not None:
-        chosen = chosen[:max_steps]
+    try:
+        chosen = pick_steps(trajectories, which, max_steps)
+    except ValueError as exc:
+        raise UsageError(f"--steps {exc}") from None
     if not chosen:
         raise UsageError("no agent steps selected")
     return chosen

@@ -187,3 +187,13 @@ def test_it_imports_environments_without_torch_or_sympy():
             "bad = [m for m in heavy if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_it_skips_finished_slots_and_plays_the_rest_as_it_would_have(env):
+    spec = SamplingSpec(max_new_tokens=8, temperature=1.0, seed=5)
+    tasks = env.tasks(limit=2)
+    full = rollout(env, RowSeededFake(), tasks, trials=2, spec=spec, max_turns=3)
+    rest = rollout(env, RowSeededFake(), tasks, trials=2, spec=spec, max_turns=3,
+                   skip={(tasks[0].external_id, 0), (tasks[1].external_id, 1)})
+    assert [(r.task.external_id, r.trial) for r in rest] == [(tasks[0].external_id, 1), (tasks[1].external_id, 0)]
+    assert [r.content_hash() for r in rest] == [full[1].content_hash(), full[2].content_hash()]

@@ -17,6 +17,12 @@ CHUNK = 200
 
 def iter_records(trajectories: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord]:
     """Records in id order, CHUNK trajectories (and their messages) at a time."""
+    for _, record in iter_with_ids(trajectories):
+        yield record
+
+
+def iter_with_ids(trajectories: QuerySet[Trajectory]) -> Iterator[tuple[int, TrajectoryRecord]]:
+    """(trajectory id, record) in id order, CHUNK trajectories (and their messages) at a time."""
     last_id = 0
     base = trajectories.order_by("id").select_related("task")
     while True:
@@ -25,7 +31,7 @@ def iter_records(trajectories: QuerySet[Trajectory]) -> Iterator[TrajectoryRecor
         if not chunk:
             return
         for t in chunk:
-            yield convert.trajectory_record(t, t.messages.all())
+            yield t.pk, convert.trajectory_record(t, t.messages.all())
         last_id = chunk[-1].id
 
 

@@ -179,3 +179,30 @@ def do_import_file(
         return ImportResult(batch)
     do_refresh_summary(project)
     return ImportResult(batch)
+
+
+def do_store_records(project: Project, records: list[TrajectoryRecord], display_name: str, *, fmt: str = "rollout",
+                     user=None) -> ImportBatch:
+    """Store trajectories made here (a rollout job's episodes) like an imported file: one ImportBatch, one
+    transaction, the same dedup by content hash (storing the same episodes twice adds nothing)."""
+    started = time.monotonic()
+    payload = "".join(r.content_hash() for r in records).encode()
+    batch = ImportBatch(project=project, file_name=display_name, file_sha256=hashlib.sha256(payload).hexdigest(),
+                        format=fmt, requested_format=fmt, status=ImportBatch.SUCCEEDED,
+                        created_by=user if getattr(user, "is_authenticated", False) else None)
+    for record in records:
+        overflow = convert.too_long(record)
+        if overflow is not None:
+            raise ValueError(f"{display_name}: {record.external_id}: {overflow[0]} is longer than {overflow[1]} "
+                             "characters")
+    with transaction.atomic():
+        batch.save()
+        writer = _Writer(project, batch, display_name, fmt)
+        for index, record in enumerate(records):
+            writer.add(index, record)
+        writer.flush()
+        batch.duration_s = time.monotonic() - started
+        batch.save()
+    do_refresh_summary(project)
+    return batch
+

@@ -1,0 +1,148 @@
+"""Runners called in this process (the task's body), with a scripted model: results, resume, cancel, failure.
+
+Transactional: the lease heartbeat runs on a thread of its own, with its own connection.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from webapp.jobs.models import Job, StepCritique
+from webapp.jobs.runners.base import execute
+from webapp.jobs.services import lifecycle
+from webapp.trajectories.models import Trajectory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def critique_job(project, user, n=3, **config):
+    ids = list(project.trajectories.order_by("id").values_list("id", flat=True)[:n])
+    return lifecycle.check_create_job(user, "critique", {"steps": "first", "chunk_size": 1, **config},
+                                      {"trajectory_ids": ids})
+
+
+def test_it_writes_one_critique_per_selected_step_linked_to_the_job(tau_project, personas, fake_model):
+    job = critique_job(tau_project, personas["researcher"])
+    assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    job.refresh_from_db()
+    rows = list(StepCritique.objects.filter(job=job).order_by("trajectory_id"))
+    assert [(r.trajectory_id, r.step_index) for r in rows] == [(t, 0) for t in job.selection["trajectory_ids"]]
+    assert all(r.parse_ok and r.verdict == "optimal" and r.prompt_id.startswith("evaluator_zero_shot@")
+               for r in rows)
+    assert rows[0].record["predicted_future"] == "After this action, the user confirms"
+    assert job.checkpoint.name == "smollm2-135m-instruct" and {r.checkpoint_id for r in rows} == {job.checkpoint_id}
+    assert job.outputs["critiques"] == 3 and job.outputs["verdicts"] == {"optimal": 3}
+    assert (job.progress_done, job.progress_total) == (3, 3) and job.rate is not None and job.rate > 0
+    assert job.finished_at is not None and job.lease_expires_at is None
+    assert "critiqued 3/3 steps" in job.log_tail
+
+
+def test_it_finishes_a_half_done_job_without_writing_a_step_twice(tau_project, personas, fake_model):
+    """Two chunks committed, then the worker dies in the third; the retry writes only the two missing steps."""
+    from nlac_core.backends.fake import FakeBackend
+    from webapp.jobs import loaded_model
+
+    job = critique_job(tau_project, personas["researcher"], n=4)
+    generations = {"n": 0}
+
+    def dies_in_chunk_3(request):
+        generations["n"] += 1
+        if generations["n"] == 7:  # a chunk of one step makes 3 generate calls
+            raise RuntimeError("worker died")
+        return " fine"
+
+    loaded_model.override(lambda config, checkpoint: FakeBackend(responder=dies_in_chunk_3))
+    assert execute(job.pk, "w:1") == Job.FAILED
+    assert StepCritique.objects.filter(job=job).count() == 2
+    lifecycle.do_retry(job)
+    second = FakeBackend(responder=lambda r: " fine")
+    loaded_model.override(lambda config, checkpoint: second)
+    assert execute(job.pk, "w:2") == Job.SUCCEEDED
+    rows = StepCritique.objects.filter(job=job)
+    assert rows.count() == 4 and len({(r.trajectory_id, r.step_index) for r in rows}) == 4
+    assert sum(1 for kind, _ in second.calls if kind == "generate") == 2 * 3  # only the two missing steps
+    job.refresh_from_db()
+    assert job.attempts == 2 and job.outputs["critiques"] == 4
+
+
+def test_it_stops_between_chunks_when_cancelled_and_keeps_what_it_finished(tau_project, personas, fake_model):
+    job = critique_job(tau_project, personas["researcher"], n=3)
+
+    def cancel_after_first_chunk(config, checkpoint):
+        from nlac_core.backends.fake import FakeBackend
+
+        calls = {"n": 0}
+
+        def respond(request):
+            calls["n"] += 1
+            if calls["n"] == 3:  # the first chunk's third generation: ask to stop
+                Job.objects.filter(pk=job.pk).update(cancel_requested=True)
+            return " fine"
+        return FakeBackend(responder=respond)
+
+    from webapp.jobs import loaded_model
+
+    loaded_model.override(cancel_after_first_chunk)
+    assert execute(job.pk, "w:1") == Job.CANCELLED
+    job.refresh_from_db()
+    assert job.status == Job.CANCELLED and StepCritique.objects.filter(job=job).count() == 1
+    assert "stopping between chunks (cancelled)" in job.log_tail
+
+
+def test_it_records_the_error_and_traceback_of_a_failing_job(tau_project, personas):
+    from webapp.jobs import loaded_model
+
+    def broken(config, checkpoint):
+        raise RuntimeError("CUDA out of memory (simulated)")
+
+    loaded_model.override(broken)
+    try:
+        job = critique_job(tau_project, personas["researcher"], n=1)
+        assert execute(job.pk, "w:1") == Job.FAILED
+    finally:
+        loaded_model.override(None)
+    job.refresh_from_db()
+    assert job.error == "RuntimeError: CUDA out of memory (simulated)"
+    assert "Traceback (most recent call last)" in job.traceback and "broken" in job.traceback
+    assert execute(job.pk, "w:1") == "not claimed"  # a failed job runs again only by retry
+
+
+def test_it_rolls_out_twenty_questions_into_a_project_and_skips_stored_episodes_on_a_rerun(personas):
+    from nlac_core.backends.fake import FakeBackend
+    from webapp.jobs import loaded_model
+
+    policy = FakeBackend(model="guesser", responder=lambda r: "Is it a cat?", scorer=lambda r: 0.0)
+    loaded_model.override(lambda config, checkpoint: policy)
+    try:
+        job = lifecycle.check_create_job(personas["researcher"], "rollout",
+                                         {"env": "twenty_questions", "tasks": 3, "trials": 2, "max_turns": 2,
+                                          "project": "20Q test"})
+        assert execute(job.pk, "w:1") == Job.SUCCEEDED
+        job.refresh_from_db()
+        stored = Trajectory.objects.filter(project__name="20Q test")
+        assert stored.count() == 6 and all(t.meta["job"] == job.pk for t in stored)
+        assert job.outputs["trajectories"] == 6 and job.outputs["success_rate"] == pytest.approx(2 / 6)  # Cat
+        assert [p["episode"] for p in job.metrics] == [1, 2, 3, 4, 5, 6]
+        assert {t.source_checkpoint for t in stored} == {job.checkpoint.path}
+        assert {t.source_model for t in stored} == {"smollm2-135m-instruct"}
+        Job.objects.filter(pk=job.pk).update(status=Job.QUEUED, worker="")
+        calls_before = len(policy.calls)
+        assert execute(job.pk, "w:2") == Job.SUCCEEDED
+        assert len(policy.calls) == calls_before and stored.count() == 6  # nothing played or stored twice
+    finally:
+        loaded_model.override(None)
+
+
+def test_it_exports_the_selection_as_lossless_jsonl(tau_project, personas):
+    from nlac_core.formats import nlac_jsonl
+    from webapp.jobs.runners.export import export_path
+
+    ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:5])
+    job = lifecycle.check_create_job(personas["researcher"], "export", {}, {"trajectory_ids": ids})
+    assert job.queue == "cpu"
+    assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    job.refresh_from_db()
+    records = [item.record for item in nlac_jsonl.read(export_path(job.pk))]
+    assert len(records) == 5 == job.outputs["trajectories"]
+    assert [r.content_hash() for r in records] == list(
+        Trajectory.objects.filter(pk__in=ids).order_by("id").values_list("content_hash", flat=True))

@@ -1,0 +1,180 @@
+"""Typed, validated, versioned job configurations: one dataclass per kind.
+
+A job's ``config`` column is ``asdict`` of its kind's class; ``parse`` turns
+JSON (from a form, the API or the database) back into the class, checking
+every field and naming the first bad one. ``VERSION`` goes up when a kind's
+fields change meaning, so an old row can be read the way it was written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+BACKENDS = ("hf", "vllm", "openai")
+STEP_CHOICES = ("all", "first", "last")
+ENVS = ("twenty_questions", "math", "tool_use")
+CRITIQUE_MODES = ("sectioned", "free", "free_zero_shot")
+MAX_ITEMS = 100_000
+
+
+class ConfigError(ValueError):
+    """A bad field: ``field`` names it, the message says what is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, f"expected a whole number, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(name, f"must be between {low} and {high}, got {value}")
+
+
+def _float(name: str, value: Any, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(name, f"expected a number, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(name, f"must be between {low:g} and {high:g}, got {value:g}")
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(name, f"expected one of {', '.join(choices)}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    KIND: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+    QUEUE: ClassVar[str] = "gpu"
+    USES_MODEL: ClassVar[bool] = True
+
+    def validate(self) -> None:  # subclasses check their fields
+        pass
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None) -> JobConfig:
+        data = dict(data or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(unknown[0], f"not a setting of a {cls.KIND} job (known: {', '.join(sorted(known))})")
+        try:
+            config = cls(**data)
+        except TypeError as exc:
+            raise ConfigError("config", str(exc)) from None
+        config.validate()
+        return config
+
+
+@dataclass(frozen=True)
+class ModelChoice(JobConfig):
+    """Which model a job runs: a registered checkpoint on hf/vllm, or an OpenAI-compatible endpoint."""
+
+    backend: str = "hf"
+    checkpoint: int | None = None  # Checkpoint id; None = the embedded model
+    endpoint_model: str = ""  # openai: the model name the endpoint serves
+    base_url: str = ""  # openai: the endpoint (the key comes from OPENAI_API_KEY on the worker)
+    batch_size: int = 16
+
+    def validate(self) -> None:
+        _choice("backend", self.backend, BACKENDS)
+        if self.checkpoint is not None:
+            _int("checkpoint", self.checkpoint, 1, 2**62)
+        if self.backend == "openai":
+            if not self.endpoint_model.strip():
+                raise ConfigError("endpoint_model", "the openai backend needs the endpoint's model name")
+            if not self.base_url.startswith(("http://", "https://")):
+                raise ConfigError("base_url", f"expected an http(s) URL, got {self.base_url!r}")
+        _int("batch_size", self.batch_size, 1, 1024)
+
+
+@dataclass(frozen=True)
+class CritiqueJob(ModelChoice):
+    """Successor + evaluator over the selected steps (selection: trajectory ids or a filter)."""
+
+    KIND: ClassVar[str] = "critique"
+    steps: str = "all"  # all, first, last, or step numbers "0,2,-1"
+    max_steps: int = 1000
+    k: int = 1
+    mode: str = "sectioned"
+    temperature: float = 0.0
+    seed: int = 0
+    chunk_size: int = 8
+    max_state_chars: int = 2000
+    calibrate_verdicts: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        if self.steps not in STEP_CHOICES:
+            try:
+                [int(n) for n in self.steps.split(",") if n.strip()]
+            except (ValueError, AttributeError):
+                raise ConfigError("steps", "expected all, first, last or step numbers like 0,2,-1") from None
+        _int("max_steps", self.max_steps, 1, MAX_ITEMS)
+        _int("k", self.k, 1, 16)
+        _choice("mode", self.mode, CRITIQUE_MODES)
+        _float("temperature", self.temperature, 0.0, 2.0)
+        if self.k > 1 and self.temperature == 0:
+            raise ConfigError("temperature", "k > 1 futures need sampling: set a temperature above 0")
+        _int("seed", self.seed, 0, 2**31 - 1)
+        _int("chunk_size", self.chunk_size, 1, 256)
+        _int("max_state_chars", self.max_state_chars, 200, 100_000)
+        if not isinstance(self.calibrate_verdicts, bool):
+            raise ConfigError("calibrate_verdicts", "expected true or false")
+
+
+@dataclass(frozen=True)
+class RolloutJob(ModelChoice):
+    """A policy on an environment, N tasks x k trials; the episodes are stored in a project."""
+
+    KIND: ClassVar[str] = "rollout"
+    env: str = "twenty_questions"
+    split: str = ""
+    tasks: int = 4
+    trials: int = 1
+    max_turns: int | None = None
+    max_new_tokens: int | None = None
+    temperature: float = 0.7
+    seed: int = 0
+    project: str = ""  # where the trajectories go (default: "<env> rollouts")
+
+    def validate(self) -> None:
+        super().validate()
+        _choice("env", self.env, ENVS)
+        _int("tasks", self.tasks, 1, 10_000)
+        _int("trials", self.trials, 1, 64)
+        if self.max_turns is not None:
+            _int("max_turns", self.max_turns, 1, 1000)
+        if self.max_new_tokens is not None:
+            _int("max_new_tokens", self.max_new_tokens, 1, 4096)
+        _float("temperature", self.temperature, 0.0, 2.0)
+        _int("seed", self.seed, 0, 2**31 - 1)
+        if len(self.project) > 200:
+            raise ConfigError("project", "at most 200 characters")
+
+
+@dataclass(frozen=True)
+class ExportJob(JobConfig):
+    """Trajectories (by the job's selection) to our lossless JSONL under var/exports/; no model."""
+
+    KIND: ClassVar[str] = "export"
+    QUEUE: ClassVar[str] = "cpu"
+    USES_MODEL: ClassVar[bool] = False
+
+
+KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, RolloutJob, ExportJob)}
+
+
+def config_class(kind: str) -> type[JobConfig]:
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ConfigError("kind", f"unknown job kind {kind!r}; known: {', '.join(KINDS)}") from None

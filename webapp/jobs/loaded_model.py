@@ -1,0 +1,72 @@
+"""The model a worker process keeps loaded between jobs: one at a time (one per GPU worker).
+
+A job asks for (backend, checkpoint path or endpoint); the same pair reuses the
+loaded instance, another evicts it first (``close()`` frees the GPU memory).
+Tests swap in a fake backend with ``override``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from webapp.jobs.configs import ModelChoice
+from webapp.jobs.models import Checkpoint
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_current: tuple[tuple, Any] | None = None
+_override: Callable[[ModelChoice, Checkpoint | None], Any] | None = None
+loads = 0  # how many models this process loaded (a reused model is not a load)
+
+
+def override(factory: Callable[[ModelChoice, Checkpoint | None], Any] | None) -> None:
+    """Build backends with ``factory`` instead (tests: a fake backend where the model is beside the point)."""
+    global _override
+    _override = factory
+    evict()
+
+
+def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
+    global _current, loads
+    if _override is not None:
+        return _override(config, checkpoint)
+    if config.backend == "openai":
+        key: tuple = ("openai", config.base_url, config.endpoint_model)
+    else:
+        assert checkpoint is not None, "hf and vllm jobs run a registered checkpoint"
+        key = (config.backend, checkpoint.path)
+    with _lock:
+        if _current is not None and _current[0] == key:
+            backend = _current[1]
+        else:
+            evict_locked()
+            from nlac_core.backends import get_backend
+
+            if config.backend == "openai":
+                backend = get_backend("openai", model=config.endpoint_model, base_url=config.base_url)
+            else:
+                backend = get_backend(config.backend, model=checkpoint.path)
+            loads += 1
+            log.info("loaded %s model %s", config.backend, key[1])
+            _current = (key, backend)
+    if hasattr(backend, "batch_size"):
+        backend.batch_size = config.batch_size
+    return backend
+
+
+def evict() -> None:
+    with _lock:
+        evict_locked()
+
+
+def evict_locked() -> None:
+    global _current
+    if _current is not None:
+        close = getattr(_current[1], "close", None)
+        if close is not None:
+            close()
+        _current = None

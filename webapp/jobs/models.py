@@ -1,0 +1,119 @@
+"""Jobs, the checkpoints they use and make, and the critiques they write on steps.
+
+A Job row is the truth about a piece of model work: the worker claims it with a
+conditional UPDATE, holds a lease it renews while it works, commits results
+chunk by chunk, and a re-run (after a crash, a reap or a retry) computes only
+what is missing. The broker only carries job ids.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Checkpoint(models.Model):
+    """A model directory the jobs can load: the embedded model, or one a training job produced."""
+
+    name = models.CharField(max_length=200, unique=True)
+    path = models.CharField(max_length=1000, unique=True)
+    base_model = models.CharField(max_length=200, blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    produced_by = models.ForeignKey("Job", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="checkpoints")
+    dataset_hash = models.CharField(max_length=64, blank=True)
+    kind = models.CharField(max_length=50, blank=True)  # policy+critic, critic, policy, base
+    # The EMA target network of a checkpoint is its twin: a checkpoint of its own, pointing at the online one.
+    ema_of = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="ema_target")
+    size_bytes = models.BigIntegerField(default=0)
+    manifest = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Job(models.Model):
+    QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = "queued", "running", "succeeded", "failed", "cancelled"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)]
+    FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+
+    kind = models.CharField(max_length=40)
+    config = models.JSONField(default=dict)  # validated by the kind's config class (webapp.jobs.configs)
+    config_version = models.IntegerField(default=1)
+    selection = models.JSONField(default=dict, blank=True)  # what the job works on, as the researcher chose it
+    queue = models.CharField(max_length=20, default="gpu")
+    status = models.CharField(max_length=20, choices=STATUSES, default=QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    progress_done = models.IntegerField(default=0)
+    progress_total = models.IntegerField(default=0)
+    rate = models.FloatField(null=True, blank=True)  # items per second over the current run
+    phase = models.CharField(max_length=100, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    attempts = models.IntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    log_tail = models.TextField(blank=True)  # the last lines; the full log is a file under var/jobs/
+    metrics = models.JSONField(default=list, blank=True)  # [{"step": n, "loss": x, ...}, ...]
+    outputs = models.JSONField(default=dict, blank=True)  # {"critiques": n, "trajectories": [...], ...}
+    error = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="children")
+    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="job_status_lease"),
+            models.Index(fields=["kind", "id"], name="job_kind"),
+            models.Index(fields=["created_by", "id"], name="job_creator"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.kind}, {self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def fraction(self) -> float | None:
+        return self.progress_done / self.progress_total if self.progress_total else None
+
+
+class StepCritique(models.Model):
+    """A model critique of one agent step (a trajectory and its step number), written by a job.
+
+    ``record`` is the full ``nlac_core.outputs.Critique`` as JSON (futures,
+    provenance, raw text); the columns copy what lists filter on. One row per
+    (job, step): a re-run of a job never writes a step twice.
+    """
+
+    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="critiques")
+    step_index = models.IntegerField()
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="critiques")
+    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL)
+    verdict = models.CharField(max_length=20, blank=True)
+    success_prob = models.FloatField(null=True, blank=True)
+    parse_ok = models.BooleanField(default=True)
+    mode = models.CharField(max_length=20, blank=True)
+    prompt_id = models.CharField(max_length=100, blank=True)
+    record = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trajectory", "step_index", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index"],
+                                               name="critique_once_per_job_step")]
+        indexes = [models.Index(fields=["trajectory", "step_index"], name="critique_step"),
+                   models.Index(fields=["verdict", "id"], name="critique_verdict")]
+
+    def __str__(self) -> str:
+        return f"critique of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"

@@ -1,0 +1,163 @@
+"""Running one claimed job: the context a runner gets, and ``execute`` (what the Celery task calls).
+
+A runner reads ``ctx.config`` and ``ctx.selection``, works in chunks, commits
+each chunk's results itself, reports with ``ctx.progress`` / ``ctx.log`` /
+``ctx.metric``, and asks ``ctx.should_stop()`` between chunks (a cancel, or a
+lost lease). It returns the job's outputs. While it runs, a thread renews the
+lease; if the row stops naming this worker (reaped after a stall), the next
+``should_stop`` says so and nothing more is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from typing import Any
+
+from django.db import close_old_connections, connection
+
+from webapp.jobs.configs import JobConfig, config_class
+from webapp.jobs.models import Job
+from webapp.jobs.selection import Selection
+from webapp.jobs.services import lifecycle
+
+log = logging.getLogger(__name__)
+
+MAX_METRIC_POINTS = 5000
+
+
+class JobLost(Exception):
+    """This worker no longer owns the job (its lease expired and another run took over)."""
+
+
+class JobContext:
+    def __init__(self, job: Job, worker: str) -> None:
+        self.job = job
+        self.worker = worker
+        self.config: JobConfig = config_class(job.kind).parse(job.config)
+        self.selection = Selection(tuple(job.selection.get("trajectory_ids") or ()), job.selection.get("filter") or {})
+        self.metrics: list[dict[str, Any]] = list(job.metrics or [])
+        self.cancelled = False
+        self.lost = False
+        self._started = time.monotonic()
+        self._done_at_start: int | None = None
+        self._last_check = 0.0
+
+    # -- reporting ------------------------------------------------------------------------------------------
+
+    def log(self, message: str) -> None:
+        log.info("job %s: %s", self.job.pk, message)
+        lifecycle.append_log(self.job.pk, message)
+
+    def progress(self, done: int, total: int, phase: str | None = None) -> None:
+        if self._done_at_start is None:
+            self._done_at_start = done
+            self._started = time.monotonic()
+        elapsed = time.monotonic() - self._started
+        rate = (done - self._done_at_start) / elapsed if elapsed > 0 and done > self._done_at_start else None
+        fields: dict[str, Any] = {"progress_done": done, "progress_total": total, "rate": rate}
+        if phase is not None:
+            fields["phase"] = phase
+        if not lifecycle.do_update(self.job.pk, self.worker, **fields):
+            self._check_owner()
+
+    def metric(self, **point: Any) -> None:
+        self.metrics.append(point)
+        del self.metrics[:-MAX_METRIC_POINTS]
+        lifecycle.do_update(self.job.pk, self.worker, metrics=self.metrics)
+
+    def use_checkpoint(self, checkpoint) -> None:
+        """Record the checkpoint the job runs (resolved on the worker: the embedded model is registered there)."""
+        if checkpoint is not None and self.job.checkpoint_id != checkpoint.pk:
+            lifecycle.do_update(self.job.pk, self.worker, checkpoint=checkpoint)
+            self.job.checkpoint = checkpoint
+
+    def outputs(self, **values: Any) -> None:
+        """Outputs known so far (shown while the job runs); the runner's return value is the final word."""
+        lifecycle.do_update(self.job.pk, self.worker, outputs=values)
+
+    # -- stopping -------------------------------------------------------------------------------------------
+
+    def should_stop(self, fresh: bool = False) -> bool:
+        """True once a cancel was asked for or the lease was lost. The row is read at most once a second
+        (callbacks inside training steps and rollout turns ask often), or now with ``fresh`` (between chunks)."""
+        if self.cancelled or self.lost:
+            return True
+        now = time.monotonic()
+        if not fresh and now - self._last_check < 1.0:
+            return False
+        self._last_check = now
+        row = Job.objects.filter(pk=self.job.pk).values("status", "worker", "cancel_requested").first()
+        if row is None or row["status"] != Job.RUNNING or row["worker"] != self.worker:
+            self.lost = True
+        elif row["cancel_requested"]:
+            self.cancelled = True
+        return self.cancelled or self.lost
+
+    def still_owner(self) -> bool:
+        """A fresh read of the row (no throttle): does this worker still own the job?"""
+        if not self.lost and not lifecycle.owned(self.job.pk, self.worker):
+            self.lost = True
+        return not self.lost
+
+    def _check_owner(self) -> None:
+        if not lifecycle.owned(self.job.pk, self.worker):
+            self.lost = True
+            raise JobLost(f"job {self.job.pk} is no longer owned by {self.worker}")
+
+
+class _Heartbeat:
+    """Renews the lease every third of its length on a thread of its own (with its own connection)."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"job-{ctx.job.pk}-heartbeat", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.wait(max(1.0, lifecycle.lease_seconds() / 3)):
+                if not lifecycle.renew_lease(self.ctx.job.pk, self.ctx.worker):
+                    self.ctx.lost = True
+                    return
+        finally:
+            connection.close()
+
+    def __enter__(self) -> _Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+def execute(job_id: int, worker: str | None = None) -> str:
+    """Claim and run a job; returns what happened (for the task's result and the tests)."""
+    from webapp.jobs.runners import RUNNERS
+
+    close_old_connections()
+    worker = worker or lifecycle.worker_name()
+    job = lifecycle.claim(job_id, worker)
+    if job is None:
+        return "not claimed"
+    ctx = JobContext(job, worker)
+    ctx.log(f"attempt {job.attempts} on {worker}")
+    try:
+        with _Heartbeat(ctx):
+            outputs = RUNNERS[job.kind](ctx)
+    except JobLost:
+        return "lost"
+    except Exception as exc:  # noqa: BLE001 - any failure of the work is the job's failure, shown to the user
+        tb = traceback.format_exc()
+        ctx.log(f"failed: {type(exc).__name__}: {exc}")
+        lifecycle.do_finish(job.pk, worker, Job.FAILED, error=f"{type(exc).__name__}: {exc}", tb=tb)
+        return "failed"
+    if ctx.lost:
+        return "lost"
+    status = Job.CANCELLED if ctx.cancelled else Job.SUCCEEDED
+    ctx.log(f"{status}: {outputs}")
+    lifecycle.do_finish(job.pk, worker, status, outputs=outputs)
+    return status

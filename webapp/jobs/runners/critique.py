@@ -1,0 +1,81 @@
+"""critique: successor + evaluator over the selected steps, one committed chunk at a time.
+
+The items are (trajectory, step) pairs in a fixed order; those this job has
+already written are skipped, so a re-run after a crash or a cancel writes only
+the rest, and the unique constraint on (job, trajectory, step) makes a second
+write of the same step impossible even if two runs overlapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from webapp.jobs import loaded_model
+from webapp.jobs.configs import CritiqueJob
+from webapp.jobs.models import StepCritique
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.services.checkpoints import checkpoint_for
+
+
+def selected_steps(ctx: JobContext, config: CritiqueJob) -> list[tuple[int, Any]]:
+    """(trajectory id, StepView) for every selected step, in trajectory then step order."""
+    from nlac_core.state import pick_steps
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_with_ids
+
+    out: list[tuple[int, Any]] = []
+    rows = Trajectory.objects.filter(pk__in=ctx.selection.trajectory_ids)
+    for trajectory_id, record in iter_with_ids(rows):
+        for step in pick_steps([record], config.steps):
+            out.append((trajectory_id, step))
+            if len(out) >= config.max_steps:
+                return out
+    return out
+
+
+def run_critique(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.critic import CritiqueConfig, critique
+    from nlac_core.outputs import to_json
+    from nlac_core.successor import transition_of
+
+    config: CritiqueJob = ctx.config  # type: ignore[assignment]
+    items = selected_steps(ctx, config)
+    done = set(StepCritique.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
+    todo = [(tid, step) for tid, step in items if (tid, step.index) not in done]
+    total = len(items)
+    ctx.log(f"{total} steps selected, {total - len(todo)} already critiqued, {len(todo)} to go")
+    ctx.progress(total - len(todo), total, "critique")
+    if not todo:
+        return {"critiques": StepCritique.objects.filter(job=ctx.job).count(), "steps": total}
+    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
+    ctx.use_checkpoint(checkpoint)
+    backend = loaded_model.backend_for(config, checkpoint)
+    core = CritiqueConfig(k=config.k, mode=config.mode, temperature=config.temperature, seed=config.seed,
+                          chunk_size=config.chunk_size, calibrate_verdicts=config.calibrate_verdicts)
+    written = total - len(todo)
+    for start in range(0, len(todo), config.chunk_size):
+        if ctx.should_stop(fresh=True):
+            ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
+            break
+        chunk = todo[start:start + config.chunk_size]
+        transitions = [transition_of(step, None, config.max_state_chars) for _, step in chunk]
+        critiques = critique(backend, transitions, core)
+        rows = [StepCritique(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=checkpoint,
+                             verdict=c.verdict or "", success_prob=c.success_prob, parse_ok=c.parse_ok,
+                             mode=c.mode, prompt_id=c.provenance.prompt_id, record=to_json(c))
+                for (tid, step), c in zip(chunk, critiques, strict=True)]
+        with transaction.atomic():
+            if not ctx.still_owner():
+                break  # reaped while this chunk ran: the run that owns the job now writes these steps
+            StepCritique.objects.bulk_create(rows, ignore_conflicts=True)
+        written += len(chunk)
+        ctx.progress(written, total)
+        ctx.log(f"critiqued {written}/{total} steps")
+    count = StepCritique.objects.filter(job=ctx.job).count()
+    verdicts: dict[str, int] = {}
+    for verdict in StepCritique.objects.filter(job=ctx.job).values_list("verdict", flat=True):
+        verdicts[verdict or "none"] = verdicts.get(verdict or "none", 0) + 1
+    return {"critiques": count, "steps": total, "verdicts": verdicts,
+            "checkpoint": checkpoint.pk if checkpoint else None}

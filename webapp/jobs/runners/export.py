@@ -1,0 +1,45 @@
+"""export: the selected trajectories to our lossless JSONL under NLAC_JOBS_DIR/exports/ (cpu queue, no model).
+
+Written through a temporary file and renamed at the end, so a download link
+never points at half a file; a re-run writes the file again from the start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from webapp.jobs.runners.base import JobContext
+
+
+def export_path(job_id: int) -> Path:
+    return Path(settings.NLAC_JOBS_DIR) / "exports" / f"job-{job_id}.jsonl"
+
+
+def run_export(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.formats import nlac_jsonl
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_records
+
+    ids = ctx.selection.trajectory_ids
+    path = export_path(ctx.job.pk)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    total = len(ids)
+    written = 0
+    ctx.progress(0, total, "export")
+    with tmp.open("w", encoding="utf-8") as out:
+        for record in iter_records(Trajectory.objects.filter(pk__in=ids)):
+            written += nlac_jsonl.write([record], out)
+            if written % 200 == 0:
+                ctx.progress(written, total)
+                if ctx.should_stop(fresh=True):
+                    break
+    if ctx.should_stop(fresh=True):
+        tmp.unlink(missing_ok=True)
+        return {"trajectories": 0}
+    tmp.replace(path)
+    ctx.progress(written, total)
+    return {"trajectories": written, "file": path.name, "bytes": path.stat().st_size}

@@ -1,0 +1,79 @@
+"""rollout: a policy plays an environment, N tasks x k trials; finished episodes are stored as they come.
+
+Episodes go into a project (``config.project``, default "<env> rollouts") in
+small batches, each marked with the job (``meta.job``) and the checkpoint as
+its source. A re-run skips the (task, trial) slots already stored; the others
+keep their derived seeds, so they play as they would have. Storing is
+idempotent anyway (content hash per project).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from webapp.jobs import loaded_model
+from webapp.jobs.configs import RolloutJob
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.services.checkpoints import checkpoint_for
+
+STORE_EVERY = 8
+
+
+def run_rollout(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.backends.base import SamplingSpec
+    from nlac_core.envs import make_env, needs_oracle
+    from nlac_core.evaluation import compute_metrics
+    from nlac_core.rollout import rollout
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_records
+    from webapp.trajectories.services.imports import do_store_records
+    from webapp.trajectories.services.projects import do_get_or_create_project
+
+    config: RolloutJob = ctx.config  # type: ignore[assignment]
+    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
+    ctx.use_checkpoint(checkpoint)
+    project = do_get_or_create_project(config.project or f"{config.env} rollouts", domain=config.env)
+    mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
+    done = set(mine.values_list("task__external_id", "trial"))
+    backend = loaded_model.backend_for(config, checkpoint)
+    env = make_env(config.env, oracle=backend) if needs_oracle(config.env) else make_env(config.env)
+    tasks = env.tasks(config.split, config.tasks)
+    total = len(tasks) * config.trials
+    ctx.log(f"{config.env}: {len(tasks)} tasks x {config.trials} trials = {total} episodes, {len(done)} already "
+            f"stored in {project.name!r}")
+    ctx.progress(len(done), total, "rollout")
+    pending: list = []
+    label = checkpoint.name if checkpoint else config.endpoint_model
+
+    def store() -> None:
+        if pending:
+            do_store_records(project, list(pending), f"job {ctx.job.pk} rollout", user=ctx.job.created_by)
+            pending.clear()
+
+    played = 0
+
+    def finished(record) -> None:
+        nonlocal played
+        played += 1
+        pending.append(replace(record, meta={**record.meta, "job": ctx.job.pk}))
+        ctx.metric(episode=len(done) + played, reward=record.reward)
+        if len(pending) >= STORE_EVERY:
+            store()
+
+    spec = SamplingSpec(max_new_tokens=config.max_new_tokens or env.default_max_new_tokens,
+                        temperature=config.temperature, seed=config.seed)
+    try:
+        rollout(env, backend, tasks, trials=config.trials, spec=spec, max_turns=config.max_turns,
+                source_model=label, source_checkpoint=checkpoint.path if checkpoint else "",
+                progress=lambda d, t: ctx.progress(len(done) + d, total), should_stop=ctx.should_stop,
+                on_trajectory=finished, skip=done)
+    finally:
+        if not ctx.lost:
+            store()
+    stored = list(iter_records(mine))
+    result = compute_metrics(stored, config.env)
+    ctx.log(result.summary())
+    return {"project": project.slug, "trajectories": len(stored), "success_rate": result.success_rate,
+            "mean_reward": result.mean_reward, "pass_hat_k": {str(k): v for k, v in result.pass_hat_k.items()},
+            "mean_turns": result.mean_turns, "checkpoint": checkpoint.pk if checkpoint else None}

@@ -1,0 +1,197 @@
+"""A job's life: created and enqueued on commit, claimed by one worker, leased, finished; cancel, retry, reap.
+
+Every state change is a conditional UPDATE on the row, so two workers (or a
+worker and the reaper) never both own a job: a claim succeeds only on a queued
+row, a lease renews and a finish lands only while the row still names this
+worker as its owner. A worker that lost its lease (reaped after a stall) sees
+its next renewal fail and stops; the new owner finishes the work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from webapp.jobs.configs import ConfigError, JobConfig, config_class
+from webapp.jobs.models import Checkpoint, Job
+from webapp.jobs.selection import Selection
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_CHARS = 6000
+
+
+def lease_seconds() -> int:
+    return int(getattr(settings, "NLAC_JOB_LEASE_S", 60))
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def log_path(job: Job | int) -> Path:
+    job_id = job if isinstance(job, int) else job.pk
+    return Path(settings.NLAC_JOBS_DIR) / f"job-{job_id}.log"
+
+
+# -- creating ------------------------------------------------------------------------------------------------
+
+
+def check_create_job(user, kind: str, config_data: dict[str, Any], selection_data: dict[str, Any] | None = None,
+                     parent: Job | None = None) -> Job:
+    """Validate a kind, its config and its selection (ConfigError names the bad field), then create."""
+    cls = config_class(kind)
+    config = cls.parse(config_data)
+    selection = Selection.parse(selection_data or {}, required=kind in ("critique", "export"))
+    checkpoint = None
+    if getattr(config, "checkpoint", None) is not None:
+        checkpoint = Checkpoint.objects.filter(pk=config.checkpoint).first()
+        if checkpoint is None:
+            raise ConfigError("checkpoint", f"no checkpoint with id {config.checkpoint}")
+    return do_create_job(user, config, selection, checkpoint=checkpoint, parent=parent)
+
+
+def do_create_job(user, config: JobConfig, selection: Selection, checkpoint: Checkpoint | None = None,
+                  parent: Job | None = None) -> Job:
+    with transaction.atomic():
+        job = Job.objects.create(kind=config.KIND, config=config.to_dict(), config_version=config.VERSION,
+                                 selection=selection.to_dict(), queue=config.QUEUE, checkpoint=checkpoint,
+                                 parent=parent, created_by=user if getattr(user, "is_authenticated", False) else None)
+        log_path(job).unlink(missing_ok=True)  # a database reset reuses ids: never append to an old log
+        enqueue(job)
+    return job
+
+
+def enqueue(job: Job) -> None:
+    """Send the job's id to its queue once the surrounding transaction commits."""
+    from workers.tasks.jobs import run_job
+
+    queue = getattr(settings, "NLAC_JOB_QUEUES", {}).get(job.queue, job.queue)  # tests route to their own worker
+    run_job.apply_async_on_commit(args=[job.pk], queue=queue)
+
+
+# -- owning ----------------------------------------------------------------------------------------------------
+
+
+def claim(job_id: int, worker: str) -> Job | None:
+    """Take a queued job (exactly one row changes) or return None: someone else has it, or it ended."""
+    now = timezone.now()
+    changed = Job.objects.filter(pk=job_id, status=Job.QUEUED, cancel_requested=False).update(
+        status=Job.RUNNING, worker=worker, attempts=F("attempts") + 1, heartbeat_at=now,
+        lease_expires_at=now + timedelta(seconds=lease_seconds()), started_at=now, error="", traceback="")
+    if changed != 1:
+        _cancel_if_requested(job_id)
+        return None
+    return Job.objects.get(pk=job_id)
+
+
+def _cancel_if_requested(job_id: int) -> None:
+    Job.objects.filter(pk=job_id, status=Job.QUEUED, cancel_requested=True).update(
+        status=Job.CANCELLED, finished_at=timezone.now())
+
+
+def renew_lease(job_id: int, worker: str) -> bool:
+    """Extend the lease; False when the job is no longer this worker's (reaped, or finished elsewhere)."""
+    now = timezone.now()
+    return Job.objects.filter(pk=job_id, status=Job.RUNNING, worker=worker).update(
+        heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds())) == 1
+
+
+def owned(job_id: int, worker: str) -> bool:
+    return Job.objects.filter(pk=job_id, status=Job.RUNNING, worker=worker).exists()
+
+
+def do_update(job_id: int, worker: str, **fields: Any) -> bool:
+    """Progress, phase, outputs, metrics, log tail: written only while this worker owns the job."""
+    return Job.objects.filter(pk=job_id, status=Job.RUNNING, worker=worker).update(**fields) == 1
+
+
+def do_finish(job_id: int, worker: str, status: str, error: str = "", tb: str = "",
+              outputs: dict[str, Any] | None = None) -> bool:
+    if status not in Job.FINISHED:
+        raise ValueError(f"not a final status: {status!r}")
+    fields: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "lease_expires_at": None,
+                              "error": error[:10_000], "traceback": tb[-50_000:]}
+    if outputs is not None:
+        fields["outputs"] = outputs
+    return Job.objects.filter(pk=job_id, status=Job.RUNNING, worker=worker).update(**fields) == 1
+
+
+# -- what researchers do ---------------------------------------------------------------------------------------
+
+
+def do_request_cancel(job: Job) -> Job:
+    """A queued job is cancelled at once; a running one is asked to stop (it checks between chunks)."""
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk, status=Job.QUEUED).update(status=Job.CANCELLED, cancel_requested=True,
+                                                            finished_at=now)
+    Job.objects.filter(pk=job.pk, status=Job.RUNNING).update(cancel_requested=True)
+    for child in job.children.exclude(status__in=Job.FINISHED):
+        do_request_cancel(child)
+    job.refresh_from_db()
+    return job
+
+
+def do_retry(job: Job) -> Job:
+    """A failed or cancelled job runs again; what it finished is kept and skipped."""
+    with transaction.atomic():
+        changed = Job.objects.filter(pk=job.pk, status__in=(Job.FAILED, Job.CANCELLED)).update(
+            status=Job.QUEUED, cancel_requested=False, worker="", error="", traceback="", finished_at=None)
+        if changed:
+            enqueue(job)
+    job.refresh_from_db()
+    return job
+
+
+def do_reap(now=None) -> list[int]:
+    """Re-queue running jobs whose lease expired (their worker died or hung); returns their ids."""
+    now = now or timezone.now()
+    reaped = []
+    for job in Job.objects.filter(status=Job.RUNNING, lease_expires_at__lt=now).only("pk", "queue", "worker"):
+        with transaction.atomic():
+            changed = Job.objects.filter(pk=job.pk, status=Job.RUNNING, worker=job.worker,
+                                         lease_expires_at__lt=now).update(status=Job.QUEUED, worker="",
+                                                                          lease_expires_at=None)
+            if changed:
+                append_log(job.pk, f"lease of {job.worker} expired: re-queued by the reaper")
+                enqueue(job)
+                reaped.append(job.pk)
+    if reaped:
+        log.warning("reaped jobs %s", reaped)
+    return reaped
+
+
+# -- the log -----------------------------------------------------------------------------------------------------
+
+
+def append_log(job_id: int, line: str) -> str:
+    """Append a timestamped line to the job's log file; returns the file's tail (for ``log_tail``)."""
+    path = log_path(job_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = timezone.now().strftime("%H:%M:%S")
+    with path.open("a", encoding="utf-8") as fh:
+        for part in str(line).splitlines() or [""]:
+            fh.write(f"{stamp} {part}\n")
+    tail = read_log_tail(job_id)
+    Job.objects.filter(pk=job_id).update(log_tail=tail)
+    return tail
+
+
+def read_log_tail(job_id: int, chars: int = LOG_TAIL_CHARS) -> str:
+    path = log_path(job_id)
+    if not path.is_file():
+        return ""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        fh.seek(max(0, size - chars))
+        data = fh.read().decode("utf-8", "replace")
+    return data if size <= chars else data.split("\n", 1)[-1]
