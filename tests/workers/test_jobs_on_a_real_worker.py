@@ -1,0 +1,104 @@
+"""Jobs through Redis and real worker processes, with the real embedded model where it does the work.
+
+The SIGKILL test is the promise of the Jobs design: kill a worker in the middle
+of a multi-chunk job, start another, let the reaper re-queue the job when its
+lease runs out, and the job finishes with exactly one result per item.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.workers.conftest import wait_for
+from webapp.jobs.models import Job, StepCritique
+from webapp.jobs.services import lifecycle
+from webapp.trajectories.models import Trajectory
+
+pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def status_of(job: Job) -> str:
+    return Job.objects.values_list("status", flat=True).get(pk=job.pk)
+
+
+def finished(job: Job):
+    job.refresh_from_db()
+    return job.status in Job.FINISHED and job
+
+
+def critique_job(project, user, n: int, **config) -> Job:
+    ids = list(project.trajectories.order_by("id").values_list("id", flat=True)[:n])
+    return lifecycle.check_create_job(user, "critique", {"steps": "first", "chunk_size": 1, "max_state_chars": 800,
+                                                         **config}, {"trajectory_ids": ids})
+
+
+def test_it_critiques_three_real_steps_with_the_embedded_model(tau_project, personas, worker):
+    job = critique_job(tau_project, personas["researcher"], 3)
+    job = wait_for(lambda: finished(job), 300, "the critique job")
+    assert job.status == Job.SUCCEEDED, job.error + job.traceback
+    rows = list(StepCritique.objects.filter(job=job))
+    assert len(rows) == 3 and {r.trajectory_id for r in rows} == set(job.selection["trajectory_ids"])
+    assert all(r.parse_ok and r.verdict in ("optimal", "suboptimal", "harmful") for r in rows)
+    assert all(r.record["provenance"]["backend"] == "hf" and r.record["predicted_future"] for r in rows)
+    assert job.checkpoint.name == "smollm2-135m-instruct" and job.worker.split(":")[1] != str(os.getpid())
+    assert job.outputs["critiques"] == 3 and job.progress_done == job.progress_total == 3
+
+
+def test_it_finishes_a_job_whose_worker_was_killed_with_one_result_per_step(tau_project, personas, workers):
+    first = workers.start()
+    job = critique_job(tau_project, personas["researcher"], 6)
+    wait_for(lambda: StepCritique.objects.filter(job=job).count() >= 1, 300, "the first committed chunk")
+    workers.kill(first)
+    killed_at = time.monotonic()
+    done_before = StepCritique.objects.filter(job=job).count()
+    assert status_of(job) == Job.RUNNING and done_before < 6
+    workers.start()
+    # the reaper (beat, or manage.py reap_jobs --loop, in production) re-queues the job once its lease ran out
+    wait_for(lambda: lifecycle.do_reap() or None, 60, "the lease to expire and the reaper to re-queue the job",
+             every=0.5)
+    wait_for(lambda: Job.objects.filter(pk=job.pk, status=Job.RUNNING, attempts=2).exists(), 120,
+             "the new worker to claim the job")
+    back_after = time.monotonic() - killed_at
+    job = wait_for(lambda: finished(job), 300, "the job to finish")
+    assert job.status == Job.SUCCEEDED, job.error
+    rows = StepCritique.objects.filter(job=job)
+    assert rows.count() == 6 and len(set(rows.values_list("trajectory_id", "step_index"))) == 6
+    assert job.attempts == 2 and "re-queued by the reaper" in lifecycle.read_log_tail(job.pk)
+    assert back_after < workers.lease_s + 30
+    print(f"\nkilled with {done_before}/6 steps done; running again {back_after:.1f} s after SIGKILL "
+          f"(lease {workers.lease_s} s)")
+
+
+def test_it_cancels_a_running_job_between_chunks(tau_project, personas, worker):
+    job = critique_job(tau_project, personas["researcher"], 8)
+    wait_for(lambda: StepCritique.objects.filter(job=job).count() >= 1, 300, "the first committed chunk")
+    lifecycle.do_request_cancel(job)
+    job = wait_for(lambda: finished(job), 120, "the job to stop")
+    assert job.status == Job.CANCELLED
+    kept = StepCritique.objects.filter(job=job).count()
+    assert 1 <= kept < 8 and job.outputs["critiques"] == kept
+
+
+def test_it_shows_the_error_of_a_job_that_failed_on_the_worker(tau_project, personas, worker):
+    from webapp.jobs.models import Checkpoint
+
+    broken = Checkpoint.objects.create(name="gone", path="/nowhere/gone-model")
+    job = critique_job(tau_project, personas["researcher"], 1, checkpoint=broken.pk)
+    job = wait_for(lambda: finished(job), 120, "the job to fail")
+    assert job.status == Job.FAILED
+    assert "/nowhere/gone-model" in job.error and "Traceback" in job.traceback
+
+
+def test_it_rolls_out_twenty_questions_and_stores_the_games(personas, worker):
+    job = lifecycle.check_create_job(personas["researcher"], "rollout",
+                                     {"env": "twenty_questions", "tasks": 2, "trials": 1, "max_turns": 3,
+                                      "max_new_tokens": 16, "project": "20Q rollouts (test)"})
+    job = wait_for(lambda: finished(job), 300, "the rollout job")
+    assert job.status == Job.SUCCEEDED, job.error + job.traceback
+    games = Trajectory.objects.filter(project__name="20Q rollouts (test)")
+    assert games.count() == 2 and job.outputs["trajectories"] == 2
+    assert all(t.meta["job"] == job.pk and t.source_checkpoint == job.checkpoint.path for t in games)
+    assert all(1 <= t.n_steps <= 3 for t in games) and len(job.metrics) == 2

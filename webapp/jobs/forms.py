@@ -1,0 +1,127 @@
+"""Launch forms, one per job kind: the fields a researcher sets, turned into the kind's config.
+
+Forms check types and shapes; ranges and combinations are the config classes'
+(``webapp.jobs.configs``), whose ConfigError is put back on the field it names.
+The selection is a list of trajectory ids, or the trajectory list's filter
+carried over as a query string ("launch from here").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl
+
+from django import forms
+
+from webapp.jobs.configs import BACKENDS, CRITIQUE_MODES, ENVS, MAX_ITEMS
+from webapp.jobs.models import Checkpoint
+
+FILTER_KEYS = ("project", "task", "source_model", "outcome", "reward_min", "reward_max", "termination_reason", "q")
+
+
+class LaunchForm(forms.Form):
+    KIND = ""
+    SELECTION = True  # the kind works on chosen trajectories
+    MODEL = True  # the kind runs a model
+
+    trajectory_ids = forms.CharField(required=False, label="Trajectory ids",
+                                     help_text="comma-separated; or launch from a filtered trajectory list",
+                                     widget=forms.TextInput(attrs={"size": 40}))
+    filter = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    backend = forms.ChoiceField(choices=[(b, b) for b in BACKENDS], initial="hf")
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                        empty_label="embedded SmolLM2-135M-Instruct")
+    endpoint_model = forms.CharField(required=False, max_length=200, label="Endpoint model (openai)")
+    base_url = forms.CharField(required=False, max_length=500, label="Endpoint URL (openai)")
+    batch_size = forms.IntegerField(initial=16, min_value=1, max_value=1024)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not self.SELECTION:
+            del self.fields["trajectory_ids"], self.fields["filter"]
+        if not self.MODEL:
+            for name in ("backend", "checkpoint", "endpoint_model", "base_url", "batch_size"):
+                del self.fields[name]
+
+    def clean_trajectory_ids(self) -> list[int]:
+        raw = self.cleaned_data.get("trajectory_ids") or ""
+        try:
+            ids = [int(part) for part in raw.replace(" ", ",").split(",") if part.strip()]
+        except ValueError:
+            raise forms.ValidationError("expected trajectory ids separated by commas, like 12, 15, 40") from None
+        if len(ids) > MAX_ITEMS:
+            raise forms.ValidationError(f"at most {MAX_ITEMS} ids")
+        return ids
+
+    def clean_filter(self) -> dict[str, str]:
+        raw = self.cleaned_data.get("filter") or ""
+        return {k: v for k, v in parse_qsl(raw) if k in FILTER_KEYS and v}
+
+    def config(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.cleaned_data.items() if k not in ("trajectory_ids", "filter")}
+        if "checkpoint" in data:
+            data["checkpoint"] = data["checkpoint"].pk if data["checkpoint"] else None
+        return {k: v for k, v in data.items() if v is not None and v != ""}
+
+    def selection(self) -> dict[str, Any]:
+        if not self.SELECTION:
+            return {}
+        if self.cleaned_data.get("trajectory_ids"):
+            return {"trajectory_ids": self.cleaned_data["trajectory_ids"]}
+        if self.cleaned_data.get("filter"):
+            return {"filter": self.cleaned_data["filter"]}
+        return {}
+
+    def field_for(self, config_field: str) -> str | None:
+        """The form field a ConfigError's field belongs to (None: a form-wide error)."""
+        name = config_field.split(".")[0]
+        if name == "selection":
+            return "trajectory_ids"
+        return name if name in self.fields else None
+
+
+class CritiqueForm(LaunchForm):
+    KIND = "critique"
+    steps = forms.CharField(initial="all", max_length=200, help_text="all, first, last, or step numbers like 0,2,-1")
+    max_steps = forms.IntegerField(initial=200, min_value=1, max_value=MAX_ITEMS)
+    k = forms.IntegerField(initial=1, min_value=1, max_value=16, label="k futures")
+    mode = forms.ChoiceField(choices=[(m, m) for m in CRITIQUE_MODES], initial="sectioned")
+    temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
+    seed = forms.IntegerField(initial=0, min_value=0)
+    chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256, help_text="steps per committed chunk")
+    calibrate_verdicts = forms.BooleanField(initial=True, required=False)
+
+
+class RolloutForm(LaunchForm):
+    KIND = "rollout"
+    SELECTION = False
+    env = forms.ChoiceField(choices=[(e, e) for e in ENVS], initial="twenty_questions", label="Environment")
+    split = forms.CharField(required=False, max_length=50, help_text="20 Questions: all, train, test; "
+                                                                      "MATH: test; tool use: graded, base, all")
+    tasks = forms.IntegerField(initial=4, min_value=1, max_value=10_000)
+    trials = forms.IntegerField(initial=1, min_value=1, max_value=64)
+    max_turns = forms.IntegerField(required=False, min_value=1, max_value=1000)
+    max_new_tokens = forms.IntegerField(required=False, min_value=1, max_value=4096)
+    temperature = forms.FloatField(initial=0.7, min_value=0.0, max_value=2.0)
+    seed = forms.IntegerField(initial=0, min_value=0)
+    project = forms.CharField(required=False, max_length=200, help_text="where the episodes go "
+                                                                        "(default: '<env> rollouts')")
+
+
+class ExportForm(LaunchForm):
+    KIND = "export"
+    MODEL = False
+
+
+FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, RolloutForm, ExportForm)}
+
+
+class JobFilterForm(forms.Form):
+    kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), ("critique", "critique"),
+                                                      ("rollout", "rollout"), ("export", "export")])
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), ("queued", "queued"),
+                                                        ("running", "running"), ("succeeded", "succeeded"),
+                                                        ("failed", "failed"), ("cancelled", "cancelled")])
+    user = forms.CharField(required=False, max_length=150)
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
