@@ -16,6 +16,18 @@ SWE_TRAJ = SHARED / "swe-agent" / "function_calling_simple.traj"
 INSPECT_JSON = SHARED / "inspect-ai" / "log_formats.json"
 INSPECT_EVAL = SHARED / "inspect-ai" / "log_formats.eval"
 
+def pytest_sessionfinish(session, exitstatus):
+    """Remove the session's job folder (logs, exports, trained checkpoints; see tests/settings.py)."""
+    import shutil
+    import tempfile
+
+    from django.conf import settings
+
+    folder = Path(getattr(settings, "NLAC_JOBS_DIR", ""))
+    if folder.name.startswith("nlac-test-jobs-") and folder.parent == Path(tempfile.gettempdir()):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 needs_shared = pytest.mark.skipif(not TAU_GPT4O.is_file(), reason="../shared/data is not beside this checkout")
 
 

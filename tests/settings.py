@@ -16,3 +16,4 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 UPLOAD_MAX_BYTES = 2 * 1024 * 1024
 # Job logs and exports of a test session go to a folder of its own, never into var/jobs of `make run`.
 NLAC_JOBS_DIR = Path(os.environ.get("NLAC_TEST_JOBS_DIR") or tempfile.mkdtemp(prefix="nlac-test-jobs-"))
+NLAC_TRAIN_DIR = NLAC_JOBS_DIR / "models"  # checkpoints trained by test jobs (the embedded model stays in var/)

@@ -122,6 +122,8 @@ UPLOAD_DIR = VAR_DIR / "uploads"
 # Where `make run` looks for the demo data, and where models live.
 NLAC_SHARED_DATA = Path(os.environ.get("NLAC_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))
 NLAC_MODEL_DIR = Path(os.environ.get("NLAC_MODEL_DIR", VAR_DIR / "models"))
+# Where training jobs write their checkpoints (job-<id>/). Default: beside the other models.
+NLAC_TRAIN_DIR = Path(os.environ.get("NLAC_TRAIN_DIR", NLAC_MODEL_DIR))
 
 # Celery: Redis broker; model work on `gpu`, imports/exports on `cpu`.
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -102,3 +102,32 @@ def test_it_rolls_out_twenty_questions_and_stores_the_games(personas, worker):
     assert games.count() == 2 and job.outputs["trajectories"] == 2
     assert all(t.meta["job"] == job.pk and t.source_checkpoint == job.checkpoint.path for t in games)
     assert all(1 <= t.n_steps <= 3 for t in games) and len(job.metrics) == 2
+
+
+def test_it_trains_a_critic_for_two_steps_and_critiques_with_the_new_checkpoint(tau_project, personas, worker,
+                                                                                 settings, tmp_path):
+    from webapp.jobs.models import Checkpoint, StepTarget
+
+    researcher = personas["researcher"]
+    ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:2])
+    backup = lifecycle.check_create_job(researcher, "backup", {"steps": "-2,-1", "next_action": "data",
+                                                               "max_state_chars": 600}, {"trajectory_ids": ids})
+    backup = wait_for(lambda: finished(backup), 300, "the backup job")
+    assert backup.status == Job.SUCCEEDED, backup.error + backup.traceback
+    assert StepTarget.objects.filter(job=backup).count() == 4
+    train = lifecycle.check_create_job(researcher, "train-critic",
+                                       {"max_steps": 2, "per_device_batch_size": 2, "max_length": 768,
+                                        "max_state_chars": 600, "learning_rate": 1e-4, "name": "critic-test"},
+                                       {"trajectory_ids": ids})
+    train = wait_for(lambda: finished(train), 600, "the train-critic job")
+    assert train.status == Job.SUCCEEDED, train.error + train.traceback
+    trained = Checkpoint.objects.get(pk=train.outputs["checkpoint_produced"])
+    assert trained.name == "critic-test" and trained.produced_by == train and trained.kind == "critic"
+    assert trained.parent.name == "smollm2-135m-instruct" and trained.size_bytes > 100_000_000
+    assert trained.manifest["dataset_hash"] and [p["step"] for p in train.metrics] == [1, 2]
+    assert all(p["loss"] > 0 for p in train.metrics)
+    critique = critique_job(tau_project, researcher, 1, checkpoint=trained.pk)
+    critique = wait_for(lambda: finished(critique), 300, "a critique job on the new checkpoint")
+    assert critique.status == Job.SUCCEEDED, critique.error + critique.traceback
+    row = StepCritique.objects.get(job=critique)
+    assert row.checkpoint == trained and row.record["provenance"]["model"] == trained.path

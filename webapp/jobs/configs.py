@@ -52,6 +52,7 @@ class JobConfig:
     VERSION: ClassVar[int] = 1
     QUEUE: ClassVar[str] = "gpu"
     USES_MODEL: ClassVar[bool] = True
+    NEEDS_SELECTION: ClassVar[bool] = True  # works on chosen trajectories (rollouts make their own)
 
     def validate(self) -> None:  # subclasses check their fields
         pass
@@ -136,6 +137,7 @@ class RolloutJob(ModelChoice):
     """A policy on an environment, N tasks x k trials; the episodes are stored in a project."""
 
     KIND: ClassVar[str] = "rollout"
+    NEEDS_SELECTION: ClassVar[bool] = False
     env: str = "twenty_questions"
     split: str = ""
     tasks: int = 4
@@ -162,6 +164,88 @@ class RolloutJob(ModelChoice):
 
 
 @dataclass(frozen=True)
+class BackupJob(ModelChoice):
+    """Language Bellman targets for the selected steps: a_t+1 from the policy (``checkpoint``) or the data,
+    d_t+1 from the target network (``target_checkpoint``: default the policy checkpoint's EMA twin, else the
+    policy checkpoint itself)."""
+
+    KIND: ClassVar[str] = "backup"
+    target_checkpoint: int | None = None
+    next_action: str = "policy"
+    steps: str = "all"
+    max_steps: int = 1000
+    temperature: float = 0.0
+    seed: int = 0
+    chunk_size: int = 8
+    max_state_chars: int = 2000
+
+    def validate(self) -> None:
+        super().validate()
+        if self.backend == "openai":
+            raise ConfigError("backend", "a backup needs the target network's weights: use hf or vllm")
+        if self.target_checkpoint is not None:
+            _int("target_checkpoint", self.target_checkpoint, 1, 2**62)
+        _choice("next_action", self.next_action, ("policy", "data"))
+        CritiqueJob(steps=self.steps, max_steps=self.max_steps, temperature=self.temperature, seed=self.seed,
+                    chunk_size=self.chunk_size, max_state_chars=self.max_state_chars).validate()
+
+
+@dataclass(frozen=True)
+class TrainCriticJob(JobConfig):
+    """SFT of the critic (the successor model M(s, a), NLAC's critic) on what the selection's steps carry:
+    Bellman targets (``source="targets"``) or model critiques (``"critiques"``), newest per step. Produces a
+    checkpoint registered with its lineage; ``checkpoint`` is the base (default: the embedded model)."""
+
+    KIND: ClassVar[str] = "train-critic"
+    checkpoint: int | None = None
+    source: str = "targets"
+    name: str = ""
+    max_steps: int | None = 50
+    epochs: float = 1.0
+    learning_rate: float = 2e-5
+    per_device_batch_size: int = 2
+    max_length: int = 1024
+    lora: bool = False
+    lora_r: int = 16
+    seed: int = 0
+    max_state_chars: int = 2000
+
+    def validate(self) -> None:
+        if self.checkpoint is not None:
+            _int("checkpoint", self.checkpoint, 1, 2**62)
+        _choice("source", self.source, ("targets", "critiques"))
+        if len(self.name) > 150:
+            raise ConfigError("name", "at most 150 characters")
+        if self.max_steps is not None:
+            _int("max_steps", self.max_steps, 1, 1_000_000)
+        _float("epochs", self.epochs, 0.01, 1000)
+        _float("learning_rate", self.learning_rate, 1e-8, 1.0)
+        _int("per_device_batch_size", self.per_device_batch_size, 1, 512)
+        _int("max_length", self.max_length, 32, 32_768)
+        if not isinstance(self.lora, bool):
+            raise ConfigError("lora", "expected true or false")
+        _int("lora_r", self.lora_r, 1, 1024)
+        _int("seed", self.seed, 0, 2**31 - 1)
+        _int("max_state_chars", self.max_state_chars, 200, 100_000)
+
+    def sft_config(self):
+        from nlac_core.training import SFTRunConfig
+
+        return SFTRunConfig(learning_rate=self.learning_rate, epochs=self.epochs, max_steps=self.max_steps,
+                            per_device_batch_size=self.per_device_batch_size, max_length=self.max_length,
+                            lora=self.lora, lora_r=self.lora_r, seed=self.seed)
+
+
+@dataclass(frozen=True)
+class EvaluateJob(RolloutJob):
+    """A checkpoint on an environment split: success rate (winrate, accuracy), mean reward, pass^k, turns.
+    The episodes are kept (project default: "evaluations"); the checkpoints page compares the results."""
+
+    KIND: ClassVar[str] = "evaluate"
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
 class ExportJob(JobConfig):
     """Trajectories (by the job's selection) to our lossless JSONL under var/exports/; no model."""
 
@@ -170,7 +254,8 @@ class ExportJob(JobConfig):
     USES_MODEL: ClassVar[bool] = False
 
 
-KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, RolloutJob, ExportJob)}
+KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RolloutJob, EvaluateJob,
+                                                          TrainCriticJob, ExportJob)}
 
 
 def config_class(kind: str) -> type[JobConfig]:

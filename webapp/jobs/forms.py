@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl
 
 from django import forms
 
-from webapp.jobs.configs import BACKENDS, CRITIQUE_MODES, ENVS, MAX_ITEMS
+from webapp.jobs.configs import BACKENDS, CRITIQUE_MODES, ENVS, KINDS, MAX_ITEMS
 from webapp.jobs.models import Checkpoint
 
 FILTER_KEYS = ("project", "task", "source_model", "outcome", "reward_min", "reward_max", "termination_reason", "q")
@@ -22,7 +22,8 @@ FILTER_KEYS = ("project", "task", "source_model", "outcome", "reward_min", "rewa
 class LaunchForm(forms.Form):
     KIND = ""
     SELECTION = True  # the kind works on chosen trajectories
-    MODEL = True  # the kind runs a model
+    MODEL = True  # the kind runs a model (backend, checkpoint, endpoint, batch size)
+    KEEP: tuple[str, ...] = ()  # model fields a kind without a backend choice still has (its own version)
 
     trajectory_ids = forms.CharField(required=False, label="Trajectory ids",
                                      help_text="comma-separated; or launch from a filtered trajectory list",
@@ -42,7 +43,8 @@ class LaunchForm(forms.Form):
             del self.fields["trajectory_ids"], self.fields["filter"]
         if not self.MODEL:
             for name in ("backend", "checkpoint", "endpoint_model", "base_url", "batch_size"):
-                del self.fields[name]
+                if name not in self.KEEP:
+                    del self.fields[name]
 
     def clean_trajectory_ids(self) -> list[int]:
         raw = self.cleaned_data.get("trajectory_ids") or ""
@@ -109,17 +111,68 @@ class RolloutForm(LaunchForm):
                                                                         "(default: '<env> rollouts')")
 
 
+class BackupForm(LaunchForm):
+    KIND = "backup"
+    target_checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                               empty_label="the policy checkpoint's EMA twin, else the policy",
+                                               label="Target network")
+    next_action = forms.ChoiceField(choices=[("policy", "sampled from the policy"), ("data", "as recorded")],
+                                    initial="policy", label="Next action a_t+1")
+    steps = forms.CharField(initial="all", max_length=200, help_text="all, first, last, or step numbers like 0,2,-1")
+    max_steps = forms.IntegerField(initial=200, min_value=1, max_value=MAX_ITEMS)
+    temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
+    seed = forms.IntegerField(initial=0, min_value=0)
+    chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256)
+
+    def config(self) -> dict[str, Any]:
+        data = super().config()
+        if "target_checkpoint" in data:
+            data["target_checkpoint"] = data["target_checkpoint"].pk
+        return data
+
+
+class EvaluateForm(RolloutForm):
+    KIND = "evaluate"
+    temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
+    project = forms.CharField(required=False, max_length=200, help_text="where the episodes go "
+                                                                        "(default: 'evaluations')")
+
+
+class TrainCriticForm(LaunchForm):
+    KIND = "train-critic"
+    MODEL = False
+    KEEP = ("checkpoint",)
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                        empty_label="embedded SmolLM2-135M-Instruct", label="Base checkpoint")
+    source = forms.ChoiceField(choices=[("targets", "Bellman targets (successor SFT)"),
+                                        ("critiques", "model critiques")], initial="targets")
+    name = forms.CharField(required=False, max_length=150, help_text="of the new checkpoint")
+    max_steps = forms.IntegerField(required=False, initial=50, min_value=1)
+    epochs = forms.FloatField(initial=1.0, min_value=0.01)
+    learning_rate = forms.FloatField(initial=2e-5, min_value=1e-8, max_value=1.0)
+    per_device_batch_size = forms.IntegerField(initial=2, min_value=1, max_value=512, label="Batch size")
+    max_length = forms.IntegerField(initial=1024, min_value=32, max_value=32_768)
+    lora = forms.BooleanField(required=False, label="LoRA")
+    lora_r = forms.IntegerField(initial=16, min_value=1, max_value=1024, label="LoRA rank")
+    seed = forms.IntegerField(initial=0, min_value=0)
+
+    def config(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.cleaned_data.items() if k not in ("trajectory_ids", "filter")}
+        data["checkpoint"] = data["checkpoint"].pk if data.get("checkpoint") else None
+        return {k: v for k, v in data.items() if v is not None and v != ""}
+
+
 class ExportForm(LaunchForm):
     KIND = "export"
     MODEL = False
 
 
-FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, RolloutForm, ExportForm)}
+FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupForm, RolloutForm, EvaluateForm,
+                                                           TrainCriticForm, ExportForm)}
 
 
 class JobFilterForm(forms.Form):
-    kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), ("critique", "critique"),
-                                                      ("rollout", "rollout"), ("export", "export")])
+    kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *((k, k) for k in KINDS)])
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), ("queued", "queued"),
                                                         ("running", "running"), ("succeeded", "succeeded"),
                                                         ("failed", "failed"), ("cancelled", "cancelled")])

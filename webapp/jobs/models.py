@@ -117,3 +117,33 @@ class StepCritique(models.Model):
 
     def __str__(self) -> str:
         return f"critique of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
+
+
+class StepTarget(models.Model):
+    """A language Bellman target for one agent step (the successor's SFT target), written by a backup job.
+
+    ``record`` is the full ``nlac_core.outputs.BellmanTarget`` as JSON (next action and future, and the
+    provenance of each model call). One row per (job, step), like critiques.
+    """
+
+    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="targets")
+    step_index = models.IntegerField()
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="targets")
+    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    target_checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL,
+                                          related_name="+")
+    terminal = models.BooleanField(default=False)
+    success_prob = models.FloatField(null=True, blank=True)
+    prompt_id = models.CharField(max_length=100, blank=True)
+    record = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trajectory", "step_index", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index"],
+                                               name="target_once_per_job_step")]
+        indexes = [models.Index(fields=["trajectory", "step_index"], name="target_step")]
+
+    def __str__(self) -> str:
+        return f"Bellman target of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
+

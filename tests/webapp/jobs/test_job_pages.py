@@ -135,3 +135,22 @@ def test_it_lists_checkpoints_with_their_rollouts(client_for, personas):
     assert "smollm2" in row and "math</a>: success 0.125" in row
     ema_row = page.split("critic-1-ema")[1].split("</tr>")[0]
     assert "critic-1" in ema_row  # the EMA target names the checkpoint it follows
+
+
+@pytest.mark.parametrize("kind", ["critique", "backup", "rollout", "evaluate", "train-critic", "export"])
+def test_it_shows_a_launch_form_for_every_kind(client_for, kind):
+    page = client_for("researcher").get(f"/jobs/new/{kind}/")
+    assert page.status_code == 200 and 'id="launch-form"' in page.content.decode()
+
+
+def test_it_launches_a_train_critic_job_on_a_chosen_base(client_for, tau_project, sent):
+    base = Checkpoint.objects.create(name="critic-0", path="/m/critic-0")
+    first = tau_project.trajectories.order_by("id").first().pk
+    response = client_for("researcher").post("/jobs/new/train-critic/", {
+        "trajectory_ids": str(first), "checkpoint": base.pk, "source": "targets", "max_steps": 5, "epochs": 1,
+        "learning_rate": 1e-4, "per_device_batch_size": 2, "max_length": 512, "lora": "on", "lora_r": 8,
+        "seed": 0})
+    assert response.status_code == 302
+    job = Job.objects.get()
+    assert job.kind == "train-critic" and job.checkpoint == base and job.config["lora"] is True
+    assert job.config["checkpoint"] == base.pk and job.config["lora_r"] == 8

@@ -146,3 +146,65 @@ def test_it_exports_the_selection_as_lossless_jsonl(tau_project, personas):
     assert len(records) == 5 == job.outputs["trajectories"]
     assert [r.content_hash() for r in records] == list(
         Trajectory.objects.filter(pk__in=ids).order_by("id").values_list("content_hash", flat=True))
+
+
+def test_it_writes_bellman_targets_with_the_ema_twin_as_the_target_network(tau_project, personas):
+    from nlac_core.backends.fake import FakeBackend
+    from webapp.jobs import loaded_model
+    from webapp.jobs.models import Checkpoint, StepTarget
+    from webapp.jobs.services.checkpoints import embedded_checkpoint
+
+    base = embedded_checkpoint()
+    twin = Checkpoint.objects.create(name="ema", path=base.path + "-ema", ema_of=base)
+    policy = FakeBackend(model="policy", responder=lambda r: " the user confirms", scorer=lambda r: 0.0)
+    loaded_model.override(lambda config, checkpoint: policy)
+    try:
+        ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:2])
+        job = lifecycle.check_create_job(personas["researcher"], "backup",
+                                         {"steps": "last", "next_action": "data", "chunk_size": 1},
+                                         {"trajectory_ids": ids})
+        from webapp.jobs.runners import backup as backup_runner
+
+        assert backup_runner.target_network(job_config(job), base) == twin
+        job = lifecycle.check_create_job(personas["researcher"], "backup",
+                                         {"steps": "last", "next_action": "data", "target_checkpoint": base.pk},
+                                         {"trajectory_ids": ids})
+        assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    finally:
+        loaded_model.override(None)
+    rows = list(StepTarget.objects.filter(job=job))
+    assert len(rows) == 2 and all(r.terminal for r in rows)  # the last step of an episode has no successor
+    assert all(r.prompt_id.startswith("backup_terminal@") and r.target_checkpoint == base for r in rows)
+    job.refresh_from_db()
+    assert job.outputs["targets"] == 2 and job.outputs["terminal"] == 2
+
+
+def job_config(job):
+    from webapp.jobs.configs import config_class
+
+    return config_class(job.kind).parse(job.config)
+
+
+def test_it_refuses_to_train_a_critic_on_steps_without_targets(tau_project, personas):
+    ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:2])
+    job = lifecycle.check_create_job(personas["researcher"], "train-critic", {"max_steps": 2},
+                                     {"trajectory_ids": ids})
+    assert execute(job.pk, "w:1") == Job.FAILED
+    job.refresh_from_db()
+    assert "have no Bellman targets: run a backup job on them first" in job.error
+
+
+def test_it_evaluates_a_checkpoint_into_the_evaluations_project(personas):
+    from nlac_core.backends.fake import FakeBackend
+    from webapp.jobs import loaded_model
+
+    loaded_model.override(lambda config, checkpoint: FakeBackend(responder=lambda r: "$\\boxed{3}$"))
+    try:
+        job = lifecycle.check_create_job(personas["researcher"], "evaluate", {"env": "math", "tasks": 3})
+        assert job.config["temperature"] == 0.0
+        assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    finally:
+        loaded_model.override(None)
+    job.refresh_from_db()
+    assert job.outputs["trajectories"] == 3 and 0 <= job.outputs["success_rate"] <= 1
+    assert Trajectory.objects.filter(project__name="evaluations", meta__job=job.pk).count() == 3

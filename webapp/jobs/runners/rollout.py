@@ -33,7 +33,8 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     config: RolloutJob = ctx.config  # type: ignore[assignment]
     checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
     ctx.use_checkpoint(checkpoint)
-    project = do_get_or_create_project(config.project or f"{config.env} rollouts", domain=config.env)
+    default_project = "evaluations" if ctx.job.kind == "evaluate" else f"{config.env} rollouts"
+    project = do_get_or_create_project(config.project or default_project, domain=config.env)
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
     done = set(mine.values_list("task__external_id", "trial"))
     backend = loaded_model.backend_for(config, checkpoint)

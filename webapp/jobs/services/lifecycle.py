@@ -51,7 +51,7 @@ def check_create_job(user, kind: str, config_data: dict[str, Any], selection_dat
     """Validate a kind, its config and its selection (ConfigError names the bad field), then create."""
     cls = config_class(kind)
     config = cls.parse(config_data)
-    selection = Selection.parse(selection_data or {}, required=kind in ("critique", "export"))
+    selection = Selection.parse(selection_data or {}, required=cls.NEEDS_SELECTION)
     checkpoint = None
     if getattr(config, "checkpoint", None) is not None:
         checkpoint = Checkpoint.objects.filter(pk=config.checkpoint).first()

@@ -1,0 +1,76 @@
+"""backup: language Bellman targets for the selected steps, one committed chunk at a time.
+
+a_t+1 comes from the policy checkpoint (or the recorded next action), d_t+1
+from the target network: ``target_checkpoint``, else the policy checkpoint's
+EMA twin, else the policy checkpoint itself. Like critiques, a re-run writes
+only the steps this job has not written yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from webapp.jobs import loaded_model
+from webapp.jobs.configs import BackupJob
+from webapp.jobs.models import Checkpoint, StepTarget
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.critique import selected_steps
+from webapp.jobs.services.checkpoints import checkpoint_for
+
+
+def target_network(config: BackupJob, policy: Checkpoint) -> Checkpoint:
+    if config.target_checkpoint is not None:
+        return Checkpoint.objects.get(pk=config.target_checkpoint)
+    return Checkpoint.objects.filter(ema_of=policy).first() or policy
+
+
+def run_backup(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.backends import get_backend
+    from nlac_core.bellman import BackupConfig, backup
+    from nlac_core.outputs import to_json
+
+    config: BackupJob = ctx.config  # type: ignore[assignment]
+    items = selected_steps(ctx, config)
+    done = set(StepTarget.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
+    todo = [(tid, step) for tid, step in items if (tid, step.index) not in done]
+    total = len(items)
+    policy_checkpoint = checkpoint_for(config.checkpoint)
+    ctx.use_checkpoint(policy_checkpoint)
+    target_checkpoint = target_network(config, policy_checkpoint)
+    ctx.log(f"{total} steps selected, {len(todo)} to go; policy {policy_checkpoint.name}, target network "
+            f"{target_checkpoint.name}")
+    ctx.progress(total - len(todo), total, "backup")
+    if not todo:
+        return {"targets": StepTarget.objects.filter(job=ctx.job).count(), "steps": total}
+    policy = loaded_model.backend_for(config, policy_checkpoint)
+    separate = target_checkpoint.pk != policy_checkpoint.pk
+    target = get_backend(config.backend, model=target_checkpoint.path) if separate else policy
+    core = BackupConfig(next_action=config.next_action, temperature=config.temperature, seed=config.seed,
+                        max_state_chars=config.max_state_chars, chunk_size=config.chunk_size)
+    written = total - len(todo)
+    try:
+        for start in range(0, len(todo), config.chunk_size):
+            if ctx.should_stop(fresh=True):
+                ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
+                break
+            chunk = todo[start:start + config.chunk_size]
+            targets = backup(policy, target, [step for _, step in chunk], core)
+            rows = [StepTarget(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=policy_checkpoint,
+                               target_checkpoint=target_checkpoint, terminal=t.terminal, success_prob=t.success_prob,
+                               prompt_id=t.provenance.prompt_id, record=to_json(t))
+                    for (tid, step), t in zip(chunk, targets, strict=True)]
+            with transaction.atomic():
+                if not ctx.still_owner():
+                    break
+                StepTarget.objects.bulk_create(rows, ignore_conflicts=True)
+            written += len(chunk)
+            ctx.progress(written, total)
+            ctx.log(f"wrote targets for {written}/{total} steps")
+    finally:
+        if separate and hasattr(target, "close"):
+            target.close()
+    rows = StepTarget.objects.filter(job=ctx.job)
+    return {"targets": rows.count(), "terminal": rows.filter(terminal=True).count(), "steps": total,
+            "checkpoint": policy_checkpoint.pk, "target_checkpoint": target_checkpoint.pk}

@@ -1,0 +1,72 @@
+"""train-critic: SFT of the critic on what the selected trajectories' steps carry, into a new checkpoint.
+
+The records: for each selected step, its newest Bellman target (``source="targets"``: successor SFT,
+NLAC's critic) or newest parsed model critique (``"critiques"``), as TRL prompt/completion records with
+provenance. Training runs in ``NLAC_TRAIN_DIR/job-<id>``, reports loss and tokens/s per step as the job's
+metrics, stops at a cancel between steps (saving a checkpoint it can resume from), and resumes after a
+crash from the trainer's last saved state. The result is registered with its lineage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from webapp.jobs.configs import TrainCriticJob
+from webapp.jobs.models import StepCritique, StepTarget
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.services.checkpoints import checkpoint_for, do_register_checkpoint
+
+
+def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, Any]]:
+    from nlac_core import sft_data
+    from nlac_core.outputs import from_json
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_records
+
+    ids = ctx.selection.trajectory_ids
+    model = StepTarget if config.source == "targets" else StepCritique
+    rows = model.objects.filter(trajectory_id__in=ids).order_by("trajectory_id", "step_index", "-id")
+    if config.source == "critiques":
+        rows = rows.filter(parse_ok=True)
+    newest: dict[tuple[int, int], Any] = {}
+    for row in rows:
+        newest.setdefault((row.trajectory_id, row.step_index), row)
+    if not newest:
+        what, job = ("Bellman targets", "backup") if config.source == "targets" else ("parsed critiques", "critique")
+        raise ValueError(f"the selected trajectories have no {what}: run a {job} job on them first")
+    index = sft_data.StepIndex(iter_records(Trajectory.objects.filter(pk__in={k[0] for k in newest})))
+    records = [from_json(r.record) for r in newest.values()]
+    if config.source == "targets":
+        return sft_data.successor_records(records, index, config.max_state_chars)
+    return sft_data.critique_records(records, index, max_state_chars=config.max_state_chars)
+
+
+def run_train_critic(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.training import train_sft
+
+    config: TrainCriticJob = ctx.config  # type: ignore[assignment]
+    base = checkpoint_for(config.checkpoint)
+    ctx.use_checkpoint(base)
+    records = training_records(ctx, config)
+    out = Path(settings.NLAC_TRAIN_DIR) / f"job-{ctx.job.pk}"
+    ctx.log(f"training the critic on {len(records)} {config.source} records from {base.name} into {out}")
+
+    def on_progress(event) -> None:
+        ctx.progress(event.step, event.total_steps, "train")
+        ctx.metric(step=event.step, loss=event.loss, tokens_per_s=round(event.tokens_per_s, 1), epoch=event.epoch)
+
+    result = train_sft(records, base.path, out, config.sft_config(), parent_checkpoint=base.path,
+                       name=config.name or f"critic-job-{ctx.job.pk}", on_progress=on_progress,
+                       should_stop=ctx.should_stop, kind="critic")
+    metrics = result.metrics
+    if metrics.get("stopped_early"):
+        ctx.log(f"stopped at step {metrics['steps']}/{metrics['total_steps']}; a retry resumes from there")
+        return {"steps": metrics["steps"], "stopped_early": True}
+    checkpoint = do_register_checkpoint(result.checkpoint_dir, name=config.name or f"critic-job-{ctx.job.pk}",
+                                        kind="critic", produced_by=ctx.job, parent=base)
+    ctx.log(f"registered checkpoint {checkpoint.name} (train loss {metrics['train_loss']:.4f})")
+    return {"checkpoint_produced": checkpoint.pk, "records": len(records), "steps": metrics["steps"],
+            "train_loss": metrics["train_loss"], "tokens_per_s": metrics["tokens_per_s"]}
