@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-critique bench-sft bench-envs clean
+.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ bench-sft: $(RUN_STAMP)
 
 bench-envs: $(RUN_STAMP)
 	$(PY) bench/bench_envs.py
+
+bench-jobs: $(RUN_STAMP)
+	$(PY) bench/bench_jobs.py
 
 clean:
 	rm -rf var/test-*.sqlite3* var/uploads

@@ -138,10 +138,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # whose lease ran out (its worker died or hung). Beat runs the reaper every NLAC_REAP_EVERY_S seconds.
 NLAC_JOBS_DIR = Path(os.environ.get("NLAC_JOBS_DIR", VAR_DIR / "jobs"))  # full job logs and export files
 NLAC_JOB_LEASE_S = int(os.environ.get("NLAC_JOB_LEASE_S", "60"))
+NLAC_JOB_MAX_ATTEMPTS = int(os.environ.get("NLAC_JOB_MAX_ATTEMPTS", "5"))  # reaped this often: the job fails
 NLAC_REAP_EVERY_S = int(os.environ.get("NLAC_REAP_EVERY_S", "30"))
+# The queue names jobs go to (rename them to run several deployments, or a benchmark, on one Redis).
+NLAC_JOB_QUEUES = {"gpu": os.environ.get("NLAC_GPU_QUEUE", "gpu"), "cpu": os.environ.get("NLAC_CPU_QUEUE", "cpu")}
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-job-leases": {"task": "workers.tasks.jobs.reap_jobs", "schedule": float(NLAC_REAP_EVERY_S),
-                                "options": {"queue": "cpu"}},
+                                "options": {"queue": NLAC_JOB_QUEUES["cpu"]}},
 }
 
 LOGGING = {

@@ -54,6 +54,8 @@ class LaunchForm(forms.Form):
             raise forms.ValidationError("expected trajectory ids separated by commas, like 12, 15, 40") from None
         if len(ids) > MAX_ITEMS:
             raise forms.ValidationError(f"at most {MAX_ITEMS} ids")
+        if any(not 1 <= i < 2**63 for i in ids):
+            raise forms.ValidationError("trajectory ids are positive whole numbers below 2^63")
         return ids
 
     def clean_filter(self) -> dict[str, str]:
@@ -159,7 +161,10 @@ class TrainCriticForm(LaunchForm):
     def config(self) -> dict[str, Any]:
         data = {k: v for k, v in self.cleaned_data.items() if k not in ("trajectory_ids", "filter")}
         data["checkpoint"] = data["checkpoint"].pk if data.get("checkpoint") else None
-        return {k: v for k, v in data.items() if v is not None and v != ""}
+        out = {k: v for k, v in data.items() if v is not None and v != ""}
+        out["checkpoint"] = data["checkpoint"]
+        out["max_steps"] = data.get("max_steps")  # blank: no step limit, the epochs decide
+        return out
 
 
 class ExportForm(LaunchForm):

@@ -58,6 +58,19 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
     return backend
 
 
+def extra_backend(config: ModelChoice, checkpoint: Checkpoint) -> Any:
+    """A second model for the same job (a backup's separate target network): built for this job only, not
+    kept (the caller closes it), and swapped by ``override`` in tests like the main one."""
+    if _override is not None:
+        return _override(config, checkpoint)
+    from nlac_core.backends import get_backend
+
+    backend = get_backend(config.backend, model=checkpoint.path)
+    if hasattr(backend, "batch_size"):
+        backend.batch_size = config.batch_size
+    return backend
+
+
 def evict() -> None:
     with _lock:
         evict_locked()

@@ -47,7 +47,8 @@ class Selection:
         raw_filter = data.get("filter") or {}
         if data.get("trajectory_ids"):
             raw = data["trajectory_ids"]
-            if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
+            if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 1 <= i < 2**63
+                                                    for i in raw):
                 raise ConfigError("selection.trajectory_ids", "expected a list of trajectory ids")
             ids = list(dict.fromkeys(raw))[:limit]
             found = set(Trajectory.objects.filter(pk__in=ids).values_list("pk", flat=True))

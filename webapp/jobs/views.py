@@ -134,9 +134,12 @@ def job_export_file(request, pk: int):
 
 def checkpoint_list(request):
     access.require_jobs(request.user)
-    checkpoints = list(Checkpoint.objects.select_related("parent", "produced_by", "ema_of"))
+    checkpoints = list(Checkpoint.objects.select_related("parent", "ema_of").defer("manifest")[:500])
     rollouts: dict[int, list[Job]] = {}
-    for job in Job.objects.filter(kind="rollout", status=Job.SUCCEEDED, checkpoint__isnull=False).order_by("-id"):
+    finished = (Job.objects.filter(kind__in=("evaluate", "rollout"), status=Job.SUCCEEDED,
+                                   checkpoint__in=[c.pk for c in checkpoints])
+                .only("pk", "kind", "checkpoint_id", "config", "outputs").order_by("-id")[:5000])
+    for job in finished:
         rollouts.setdefault(job.checkpoint_id, []).append(job)
     rows = [(c, rollouts.get(c.pk, [])[:5]) for c in checkpoints]
     return render(request, "jobs/checkpoints.html", {"rows": rows})

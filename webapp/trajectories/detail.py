@@ -57,6 +57,9 @@ def breakdown(reward_info: dict[str, Any] | None) -> list[tuple[str, Any]]:
     return rows
 
 
+MAX_CRITIQUES = 500  # newest first; a trajectory critiqued by more jobs than this shows the latest
+
+
 def context(trajectory: Trajectory) -> dict[str, Any]:
     messages = list(trajectory.messages.order_by("position"))
     views = [MessageView(m) for m in messages]
@@ -79,7 +82,7 @@ def context(trajectory: Trajectory) -> dict[str, Any]:
             tcv.result_position = m.position
     steps = [v for v in views if v.message.step_index is not None]
     by_step: dict[int, list] = {}
-    for critique in trajectory.critiques.select_related("job", "checkpoint").order_by("step_index", "id"):
+    for critique in trajectory.critiques.select_related("checkpoint").order_by("step_index", "-id")[:MAX_CRITIQUES]:
         by_step.setdefault(critique.step_index, []).append(critique)
     for v in steps:
         v.critiques = by_step.get(v.message.step_index, [])

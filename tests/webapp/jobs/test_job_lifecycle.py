@@ -120,3 +120,23 @@ def test_it_keeps_the_whole_log_on_disk_and_a_bounded_tail_in_the_row(job):
     job.refresh_from_db()
     assert len(job.log_tail) <= lifecycle.LOG_TAIL_CHARS and job.log_tail.rstrip().endswith("line 1999 " + "x" * 20)
     assert lifecycle.log_path(job).read_text().count("\n") == 2000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_keeps_a_cancel_that_races_with_the_reaper(job, sent):
+    lifecycle.claim(job.pk, "host-a:1")
+    lifecycle.do_request_cancel(job)  # asked to stop while running...
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert lifecycle.do_reap() == [job.pk]  # ...then its worker died and the reaper re-queued it
+    assert lifecycle.claim(job.pk, "host-b:2") is None  # the cancel still holds
+    assert Job.objects.get(pk=job.pk).status == Job.CANCELLED
+
+
+def test_it_fails_a_job_that_lost_its_worker_on_every_attempt(job):
+    lifecycle.claim(job.pk, "host-a:1")
+    Job.objects.filter(pk=job.pk).update(attempts=lifecycle.max_attempts(),
+                                         lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert lifecycle.do_reap() == []
+    job.refresh_from_db()
+    assert job.status == Job.FAILED and "stopped renewing the lease on each of 5 attempts" in job.error
+

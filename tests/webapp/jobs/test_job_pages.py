@@ -55,8 +55,12 @@ def test_it_shows_what_is_wrong_with_a_launch_and_creates_nothing(client_for, ta
     form = {"trajectory_ids": str(first), "backend": "hf", "batch_size": 8, "steps": "all", "max_steps": 10,
             "k": 1, "mode": "sectioned", "temperature": 0, "seed": 0, "chunk_size": 4, **data}
     response = client_for("researcher").post("/jobs/new/critique/", form)
-    assert response.status_code == 400 and message in response.content.decode()
-    assert f'name="{field}"' in response.content.decode() and not Job.objects.exists()
+    page = response.content.decode()
+    assert response.status_code == 400 and not Job.objects.exists()
+    rows = [row for row in page.split('<tr class="has-error">')[1:]]
+    assert len(rows) == 1, "exactly one field is marked"
+    row = rows[0].split("</tr>")[0]
+    assert f'name="{field}"' in row and message in row  # the message sits on the field it is about
 
 
 def test_it_carries_the_trajectory_list_filter_into_the_launch_form(client_for, tau_project, sent):

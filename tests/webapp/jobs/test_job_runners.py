@@ -208,3 +208,28 @@ def test_it_evaluates_a_checkpoint_into_the_evaluations_project(personas):
     job.refresh_from_db()
     assert job.outputs["trajectories"] == 3 and 0 <= job.outputs["success_rate"] <= 1
     assert Trajectory.objects.filter(project__name="evaluations", meta__job=job.pk).count() == 3
+
+
+def test_it_fails_a_job_whose_stored_config_it_cannot_read_instead_of_leaving_it_running(tau_project, personas):
+    job = critique_job(tau_project, personas["researcher"], n=1)
+    Job.objects.filter(pk=job.pk).update(config={"k": "many"})  # written by another version, or by hand
+    assert execute(job.pk, "w:1") == Job.FAILED
+    job.refresh_from_db()
+    assert job.status == Job.FAILED and "k: expected a whole number, got 'many'" in job.error
+
+
+def test_it_writes_nothing_for_a_worker_that_was_reaped_while_it_worked(tau_project, personas):
+    from webapp.jobs.runners.base import JobContext, JobLost
+    from webapp.jobs.runners.export import export_path, run_export
+
+    ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:3])
+    job = lifecycle.check_create_job(personas["researcher"], "export", {}, {"trajectory_ids": ids})
+    stale = JobContext(lifecycle.claim(job.pk, "w:1"), "w:1")
+    Job.objects.filter(pk=job.pk).update(status=Job.QUEUED, worker="")  # reaped while w:1 stalled
+    lifecycle.claim(job.pk, "w:2")
+    with pytest.raises(JobLost, match="no longer owned by w:1"):  # its first progress report finds out
+        run_export(stale)
+    assert not export_path(job.pk).exists() and not list(export_path(job.pk).parent.glob("*.part"))
+    assert not lifecycle.do_finish(job.pk, "w:1", Job.SUCCEEDED)
+    assert Job.objects.get(pk=job.pk).worker == "w:2"
+

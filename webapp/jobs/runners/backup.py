@@ -27,7 +27,6 @@ def target_network(config: BackupJob, policy: Checkpoint) -> Checkpoint:
 
 
 def run_backup(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.backends import get_backend
     from nlac_core.bellman import BackupConfig, backup
     from nlac_core.outputs import to_json
 
@@ -46,7 +45,7 @@ def run_backup(ctx: JobContext) -> dict[str, Any]:
         return {"targets": StepTarget.objects.filter(job=ctx.job).count(), "steps": total}
     policy = loaded_model.backend_for(config, policy_checkpoint)
     separate = target_checkpoint.pk != policy_checkpoint.pk
-    target = get_backend(config.backend, model=target_checkpoint.path) if separate else policy
+    target = loaded_model.extra_backend(config, target_checkpoint) if separate else policy
     core = BackupConfig(next_action=config.next_action, temperature=config.temperature, seed=config.seed,
                         max_state_chars=config.max_state_chars, chunk_size=config.chunk_size)
     written = total - len(todo)

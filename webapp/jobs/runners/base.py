@@ -119,7 +119,13 @@ class _Heartbeat:
     def _run(self) -> None:
         try:
             while not self.stop.wait(max(1.0, lifecycle.lease_seconds() / 3)):
-                if not lifecycle.renew_lease(self.ctx.job.pk, self.ctx.worker):
+                try:
+                    renewed = lifecycle.renew_lease(self.ctx.job.pk, self.ctx.worker)
+                except Exception:  # noqa: BLE001 - a locked database or a dropped connection: try again next beat
+                    log.exception("job %s: could not renew the lease; trying again", self.ctx.job.pk)
+                    connection.close()
+                    continue
+                if not renewed:
                     self.ctx.lost = True
                     return
         finally:
@@ -143,21 +149,22 @@ def execute(job_id: int, worker: str | None = None) -> str:
     job = lifecycle.claim(job_id, worker)
     if job is None:
         return "not claimed"
-    ctx = JobContext(job, worker)
-    ctx.log(f"attempt {job.attempts} on {worker}")
+    lifecycle.append_log(job.pk, f"attempt {job.attempts} on {worker}")
     try:
+        ctx = JobContext(job, worker)  # a config or selection the code cannot read fails the job, visibly
         with _Heartbeat(ctx):
             outputs = RUNNERS[job.kind](ctx)
     except JobLost:
         return "lost"
     except Exception as exc:  # noqa: BLE001 - any failure of the work is the job's failure, shown to the user
         tb = traceback.format_exc()
-        ctx.log(f"failed: {type(exc).__name__}: {exc}")
+        lifecycle.append_log(job.pk, f"failed: {type(exc).__name__}: {exc}")
         lifecycle.do_finish(job.pk, worker, Job.FAILED, error=f"{type(exc).__name__}: {exc}", tb=tb)
         return "failed"
     if ctx.lost:
         return "lost"
     status = Job.CANCELLED if ctx.cancelled else Job.SUCCEEDED
+    if not lifecycle.do_finish(job.pk, worker, status, outputs=outputs):
+        return "lost"  # reaped while finishing: the run that owns the job now reports
     ctx.log(f"{status}: {outputs}")
-    lifecycle.do_finish(job.pk, worker, status, outputs=outputs)
     return status

@@ -26,7 +26,7 @@ def run_export(ctx: JobContext) -> dict[str, Any]:
     ids = ctx.selection.trajectory_ids
     path = export_path(ctx.job.pk)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    tmp = path.with_name(f"{path.name}.{ctx.job.attempts}.part")  # a reaped run never writes the new run's file
     total = len(ids)
     written = 0
     ctx.progress(0, total, "export")
@@ -37,7 +37,7 @@ def run_export(ctx: JobContext) -> dict[str, Any]:
                 ctx.progress(written, total)
                 if ctx.should_stop(fresh=True):
                     break
-    if ctx.should_stop(fresh=True):
+    if ctx.should_stop(fresh=True) or not ctx.still_owner():
         tmp.unlink(missing_ok=True)
         return {"trajectories": 0}
     tmp.replace(path)

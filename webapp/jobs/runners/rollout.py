@@ -48,9 +48,9 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     label = checkpoint.name if checkpoint else config.endpoint_model
 
     def store() -> None:
-        if pending:
+        if pending and ctx.still_owner():  # a worker reaped after a stall must not store what the new owner plays
             do_store_records(project, list(pending), f"job {ctx.job.pk} rollout", user=ctx.job.created_by)
-            pending.clear()
+        pending.clear()
 
     played = 0
 
@@ -70,8 +70,7 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
                 progress=lambda d, t: ctx.progress(len(done) + d, total), should_stop=ctx.should_stop,
                 on_trajectory=finished, skip=done)
     finally:
-        if not ctx.lost:
-            store()
+        store()
     stored = list(iter_records(mine))
     result = compute_metrics(stored, config.env)
     ctx.log(result.summary())

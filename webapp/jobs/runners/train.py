@@ -9,6 +9,7 @@ crash from the trainer's last saved state. The result is registered with its lin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,29 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     return sft_data.critique_records(records, index, max_state_chars=config.max_state_chars)
 
 
+def frozen_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, Any]]:
+    """The job's dataset, built on its first run and kept beside its log: a retry trains on the same records
+    (and so resumes), even if other jobs wrote targets or critiques on these steps meanwhile."""
+    path = Path(settings.NLAC_JOBS_DIR) / f"job-{ctx.job.pk}-records.jsonl"
+    if path.is_file():
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        ctx.log(f"training on the {len(records)} records frozen by the first run")
+        return records
+    records = training_records(ctx, config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{ctx.job.attempts}.part")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    tmp.replace(path)
+    return records
+
+
 def run_train_critic(ctx: JobContext) -> dict[str, Any]:
     from nlac_core.training import train_sft
 
     config: TrainCriticJob = ctx.config  # type: ignore[assignment]
     base = checkpoint_for(config.checkpoint)
     ctx.use_checkpoint(base)
-    records = training_records(ctx, config)
+    records = frozen_records(ctx, config)
     out = Path(settings.NLAC_TRAIN_DIR) / f"job-{ctx.job.pk}"
     ctx.log(f"training the critic on {len(records)} {config.source} records from {base.name} into {out}")
 

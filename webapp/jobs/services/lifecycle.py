@@ -34,6 +34,10 @@ def lease_seconds() -> int:
     return int(getattr(settings, "NLAC_JOB_LEASE_S", 60))
 
 
+def max_attempts() -> int:
+    return int(getattr(settings, "NLAC_JOB_MAX_ATTEMPTS", 5))
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -57,6 +61,9 @@ def check_create_job(user, kind: str, config_data: dict[str, Any], selection_dat
         checkpoint = Checkpoint.objects.filter(pk=config.checkpoint).first()
         if checkpoint is None:
             raise ConfigError("checkpoint", f"no checkpoint with id {config.checkpoint}")
+    target = getattr(config, "target_checkpoint", None)
+    if target is not None and not Checkpoint.objects.filter(pk=target).exists():
+        raise ConfigError("target_checkpoint", f"no checkpoint with id {target}")
     return do_create_job(user, config, selection, checkpoint=checkpoint, parent=parent)
 
 
@@ -131,10 +138,10 @@ def do_finish(job_id: int, worker: str, status: str, error: str = "", tb: str = 
 
 def do_request_cancel(job: Job) -> Job:
     """A queued job is cancelled at once; a running one is asked to stop (it checks between chunks)."""
-    now = timezone.now()
-    Job.objects.filter(pk=job.pk, status=Job.QUEUED).update(status=Job.CANCELLED, cancel_requested=True,
-                                                            finished_at=now)
-    Job.objects.filter(pk=job.pk, status=Job.RUNNING).update(cancel_requested=True)
+    # The flag first, whatever the status: a claim refuses a flagged row and a running worker stops at the
+    # next chunk, so a reap between the two updates cannot slip the job past the cancel.
+    Job.objects.filter(pk=job.pk, status__in=(Job.QUEUED, Job.RUNNING)).update(cancel_requested=True)
+    Job.objects.filter(pk=job.pk, status=Job.QUEUED).update(status=Job.CANCELLED, finished_at=timezone.now())
     for child in job.children.exclude(status__in=Job.FINISHED):
         do_request_cancel(child)
     job.refresh_from_db()
@@ -156,12 +163,17 @@ def do_reap(now=None) -> list[int]:
     """Re-queue running jobs whose lease expired (their worker died or hung); returns their ids."""
     now = now or timezone.now()
     reaped = []
-    for job in Job.objects.filter(status=Job.RUNNING, lease_expires_at__lt=now).only("pk", "queue", "worker"):
+    stale = Job.objects.filter(status=Job.RUNNING, lease_expires_at__lt=now).only("pk", "queue", "worker", "attempts")
+    for job in stale:
         with transaction.atomic():
-            changed = Job.objects.filter(pk=job.pk, status=Job.RUNNING, worker=job.worker,
-                                         lease_expires_at__lt=now).update(status=Job.QUEUED, worker="",
-                                                                          lease_expires_at=None)
-            if changed:
+            mine = Job.objects.filter(pk=job.pk, status=Job.RUNNING, worker=job.worker, lease_expires_at__lt=now)
+            if job.attempts >= max_attempts():  # a job that kills its worker every time: stop trying
+                if mine.update(status=Job.FAILED, finished_at=now, lease_expires_at=None,
+                               error=f"the worker stopped renewing the lease on each of {job.attempts} attempts "
+                                     "(killed, out of memory, or hung); retry to run it again"):
+                    append_log(job.pk, f"lease of {job.worker} expired after {job.attempts} attempts: failed")
+                continue
+            if mine.update(status=Job.QUEUED, worker="", lease_expires_at=None):
                 append_log(job.pk, f"lease of {job.worker} expired: re-queued by the reaper")
                 enqueue(job)
                 reaped.append(job.pk)
