@@ -118,6 +118,8 @@ UPLOAD_MAX_BYTES = int(os.environ.get("NLAC_UPLOAD_MAX_BYTES", str(64 * 1024 * 1
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to a temporary file
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 UPLOAD_DIR = VAR_DIR / "uploads"
+# Uploads larger than this are imported by a job on the cpu queue (the request returns at once).
+NLAC_IMPORT_IN_REQUEST_BYTES = int(os.environ.get("NLAC_IMPORT_IN_REQUEST_BYTES", str(8 * 1024 * 1024)))
 
 # Where `make run` looks for the demo data, and where models live.
 NLAC_SHARED_DATA = Path(os.environ.get("NLAC_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))

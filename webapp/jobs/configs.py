@@ -211,9 +211,12 @@ class TrainCriticJob(JobConfig):
     max_state_chars: int = 2000
 
     def validate(self) -> None:
+        _choice("source", self.source, ("targets", "critiques"))
+        self.validate_training()
+
+    def validate_training(self) -> None:
         if self.checkpoint is not None:
             _int("checkpoint", self.checkpoint, 1, 2**62)
-        _choice("source", self.source, ("targets", "critiques"))
         if len(self.name) > 150:
             raise ConfigError("name", "at most 150 characters")
         if self.max_steps is not None:
@@ -237,12 +240,89 @@ class TrainCriticJob(JobConfig):
 
 
 @dataclass(frozen=True)
+class RefineJob(ModelChoice):
+    """Refined actions for the selected steps that have a critique (the newest, or those of ``critique_job``),
+    m rounds each; every round is checked against the step's action format."""
+
+    KIND: ClassVar[str] = "refine"
+    critique_job: int | None = None
+    rounds: int = 1
+    temperature: float = 0.0
+    seed: int = 0
+    chunk_size: int = 8
+    max_state_chars: int = 2000
+
+    def validate(self) -> None:
+        super().validate()
+        if self.critique_job is not None:
+            _int("critique_job", self.critique_job, 1, 2**62)
+        _int("rounds", self.rounds, 1, 8)
+        _float("temperature", self.temperature, 0.0, 2.0)
+        _int("seed", self.seed, 0, 2**31 - 1)
+        _int("chunk_size", self.chunk_size, 1, 256)
+        _int("max_state_chars", self.max_state_chars, 200, 100_000)
+
+
+@dataclass(frozen=True)
+class DistillPolicyJob(TrainCriticJob):
+    """SFT of the policy on (state -> refined action) from the selected steps' newest valid refinements;
+    the critique is not in the input. ``only_changed`` keeps refinements that differ from the original;
+    ``skip_optimal`` leaves out steps whose critique said the action was already optimal."""
+
+    KIND: ClassVar[str] = "distill-policy"
+    source: str = "refinements"
+    only_changed: bool = True
+    skip_optimal: bool = False
+
+    def validate(self) -> None:
+        if self.source != "refinements":
+            raise ConfigError("source", "a policy is distilled from refinements")
+        for name in ("only_changed", "skip_optimal"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, "expected true or false")
+        super().validate_training()
+
+
+@dataclass(frozen=True)
 class EvaluateJob(RolloutJob):
     """A checkpoint on an environment split: success rate (winrate, accuracy), mean reward, pass^k, turns.
     The episodes are kept (project default: "evaluations"); the checkpoints page compares the results."""
 
     KIND: ClassVar[str] = "evaluate"
     temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class ImportJob(JobConfig):
+    """A file saved under the upload folder, imported into a project off the request (cpu queue, no model).
+    The file is removed once imported (or refused); a crash leaves it for the retry."""
+
+    KIND: ClassVar[str] = "import"
+    QUEUE: ClassVar[str] = "cpu"
+    USES_MODEL: ClassVar[bool] = False
+    NEEDS_SELECTION: ClassVar[bool] = False
+    path: str = ""
+    file_name: str = ""  # as uploaded (the path's name is made safe)
+    project: str = ""
+    format: str = ""
+    source_model: str = ""
+
+    def validate(self) -> None:
+        from pathlib import Path
+
+        from django.conf import settings
+
+        from nlac_core.formats import FORMATS
+
+        root = Path(settings.UPLOAD_DIR).resolve()
+        if not self.path or root not in Path(self.path).resolve().parents:
+            raise ConfigError("path", "an import job reads only files saved under the upload folder")
+        if not self.project.strip() or len(self.project) > 200:
+            raise ConfigError("project", "a project name of 1 to 200 characters")
+        if self.format and self.format not in FORMATS:
+            raise ConfigError("format", f"expected one of {', '.join(FORMATS)}, got {self.format!r}")
+        if len(self.source_model) > 200 or len(self.file_name) > 500:
+            raise ConfigError("source_model", "at most 200 characters")
 
 
 @dataclass(frozen=True)
@@ -254,8 +334,9 @@ class ExportJob(JobConfig):
     USES_MODEL: ClassVar[bool] = False
 
 
-KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RolloutJob, EvaluateJob,
-                                                          TrainCriticJob, ExportJob)}
+KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RefineJob, RolloutJob,
+                                                          EvaluateJob, TrainCriticJob, DistillPolicyJob,
+                                                          ImportJob, ExportJob)}
 
 
 def config_class(kind: str) -> type[JobConfig]:

@@ -167,13 +167,31 @@ class TrainCriticForm(LaunchForm):
         return out
 
 
+class RefineForm(LaunchForm):
+    KIND = "refine"
+    critique_job = forms.IntegerField(required=False, min_value=1, help_text="refine from this critique job's "
+                                                                             "critiques (default: the newest)")
+    rounds = forms.IntegerField(initial=1, min_value=1, max_value=8, label="m rounds")
+    temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
+    seed = forms.IntegerField(initial=0, min_value=0)
+    chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256)
+
+
+class DistillPolicyForm(TrainCriticForm):
+    KIND = "distill-policy"
+    source = forms.ChoiceField(choices=[("refinements", "refined actions")], initial="refinements")
+    only_changed = forms.BooleanField(required=False, initial=True, label="Only refinements that change the action")
+    skip_optimal = forms.BooleanField(required=False, label="Leave out steps critiqued as optimal")
+
+
 class ExportForm(LaunchForm):
     KIND = "export"
     MODEL = False
 
 
-FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupForm, RolloutForm, EvaluateForm,
-                                                           TrainCriticForm, ExportForm)}
+FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupForm, RefineForm, RolloutForm,
+                                                           EvaluateForm, TrainCriticForm, DistillPolicyForm,
+                                                           ExportForm)}
 
 
 class JobFilterForm(forms.Form):

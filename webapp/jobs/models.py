@@ -147,3 +147,32 @@ class StepTarget(models.Model):
     def __str__(self) -> str:
         return f"Bellman target of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
 
+
+class StepRefinement(models.Model):
+    """A refined action for one agent step, written by a refine job from the step's critique.
+
+    ``record`` is the full ``nlac_core.outputs.Refinement`` (every round's text, the critique it used,
+    provenance); ``critique`` is the row it refined from. One row per (job, step).
+    """
+
+    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="refinements")
+    step_index = models.IntegerField()
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="refinements")
+    critique = models.ForeignKey(StepCritique, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="refinements")
+    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    valid = models.BooleanField(default=False)
+    changed = models.BooleanField(default=False)
+    prompt_id = models.CharField(max_length=100, blank=True)
+    record = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trajectory", "step_index", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index"],
+                                               name="refinement_once_per_job_step")]
+        indexes = [models.Index(fields=["trajectory", "step_index"], name="refinement_step")]
+
+    def __str__(self) -> str:
+        return f"refinement of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
+

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_http_methods
 
+from webapp.jobs.services.imports import check_queue_import
 from webapp.trajectories import access, detail, queries
 from webapp.trajectories.forms import TrajectoryFilterForm, UploadForm
 from webapp.trajectories.models import ImportBatch, Project
@@ -91,6 +92,14 @@ def import_upload(request):
             with open(path, "wb") as out:
                 for chunk in upload.chunks():
                     out.write(chunk)
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        if upload.size > settings.NLAC_IMPORT_IN_REQUEST_BYTES:  # large: a cpu job imports it, the page returns
+            job = check_queue_import(request.user, path, upload.name, form.cleaned_data)
+            flash.info(request, f"{upload.name} ({upload.size / 1e6:.1f} MB) is being imported by job {job.pk}.")
+            return redirect("job_detail", pk=job.pk)
+        try:
             project = do_get_or_create_project(form.cleaned_data["project"])
             result = do_import_file(path, project, fmt=form.cleaned_data["format"] or None,
                                     source_model=form.cleaned_data["source_model"], user=request.user,

@@ -233,3 +233,58 @@ def test_it_writes_nothing_for_a_worker_that_was_reaped_while_it_worked(tau_proj
     assert not lifecycle.do_finish(job.pk, "w:1", Job.SUCCEEDED)
     assert Job.objects.get(pk=job.pk).worker == "w:2"
 
+
+
+def test_it_refines_critiqued_steps_checking_the_action_format(tau_project, personas):
+    from nlac_core.backends.fake import FakeBackend
+    from webapp.jobs import loaded_model
+    from webapp.jobs.models import StepRefinement
+
+    call = 'TOOL_CALL: {"name": "get_user_details", "arguments": {"user_id": "mia_li_3668"}}'
+    loaded_model.override(lambda config, checkpoint: FakeBackend(
+        responder=lambda r: call if "improved action" in r.messages[-1]["content"].lower() else " fine",
+        scorer=lambda r: 0.0))
+    try:
+        critiqued = critique_job(tau_project, personas["researcher"], n=3)
+        assert execute(critiqued.pk, "w:1") == Job.SUCCEEDED
+        ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:4])  # one not critiqued
+        job = lifecycle.check_create_job(personas["researcher"], "refine", {"chunk_size": 2},
+                                         {"trajectory_ids": ids})
+        assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    finally:
+        loaded_model.override(None)
+    rows = list(StepRefinement.objects.filter(job=job).select_related("critique", "trajectory"))
+    assert len(rows) == 3 and {r.critique.job_id for r in rows} == {critiqued.pk}
+    for r in rows:  # valid exactly where the trajectory's own tools include the one the refinement calls
+        used = {c["name"] for m in r.trajectory.messages.filter(role="assistant") for c in m.tool_calls}
+        assert r.valid == ("get_user_details" in used), r.record["error"]
+        assert r.valid or r.record["error"].startswith(("unknown tool 'get_user_details'", "no tools are known here"))
+    job.refresh_from_db()
+    assert job.outputs["refinements"] == 3 and job.outputs["valid"] == sum(r.valid for r in rows) >= 1
+
+
+@pytest.mark.slow
+def test_it_distils_refined_actions_into_a_registered_policy_checkpoint(tau_project, personas):
+    from nlac_core.backends.fake import FakeBackend
+    from webapp.jobs import loaded_model
+    from webapp.jobs.models import Checkpoint
+
+    loaded_model.override(lambda config, checkpoint: FakeBackend(
+        responder=lambda r: "I will look up your reservation first." if "improved action" in
+        r.messages[-1]["content"].lower() else " fine", scorer=lambda r: 0.0))
+    try:
+        critiqued = critique_job(tau_project, personas["researcher"], n=2)
+        execute(critiqued.pk, "w:1")
+        ids = critiqued.selection["trajectory_ids"]
+        refined = lifecycle.check_create_job(personas["researcher"], "refine", {}, {"trajectory_ids": ids})
+        execute(refined.pk, "w:1")
+    finally:
+        loaded_model.override(None)
+    job = lifecycle.check_create_job(personas["researcher"], "distill-policy",
+                                     {"max_steps": 1, "max_length": 768, "max_state_chars": 600,
+                                      "name": "policy-test"}, {"trajectory_ids": ids})
+    assert execute(job.pk, "w:1") == Job.SUCCEEDED, Job.objects.get(pk=job.pk).error
+    job.refresh_from_db()
+    policy = Checkpoint.objects.get(pk=job.outputs["checkpoint_produced"])
+    assert policy.kind == "policy" and policy.produced_by == job and job.outputs["records"] == 2
+    assert [p["step"] for p in job.metrics] == [1]

@@ -142,6 +142,14 @@ class _Heartbeat:
 
 def execute(job_id: int, worker: str | None = None) -> str:
     """Claim and run a job; returns what happened (for the task's result and the tests)."""
+    try:
+        return _execute(job_id, worker)
+    finally:
+        if threading.current_thread() is not threading.main_thread():
+            connection.close()  # a thread's connection is never reused: do not leave it open on the server
+
+
+def _execute(job_id: int, worker: str | None) -> str:
     from webapp.jobs.runners import RUNNERS
 
     close_old_connections()

@@ -1,4 +1,6 @@
-"""train-critic: SFT of the critic on what the selected trajectories' steps carry, into a new checkpoint.
+"""train-critic and distill-policy: SFT on what the selected trajectories' steps carry, into a new checkpoint.
+
+distill-policy trains the policy on (state -> refined action) from valid refinements, without the critique.
 
 The records: for each selected step, its newest Bellman target (``source="targets"``: successor SFT,
 NLAC's critic) or newest parsed model critique (``"critiques"``), as TRL prompt/completion records with
@@ -15,8 +17,8 @@ from typing import Any
 
 from django.conf import settings
 
-from webapp.jobs.configs import TrainCriticJob
-from webapp.jobs.models import StepCritique, StepTarget
+from webapp.jobs.configs import DistillPolicyJob, TrainCriticJob
+from webapp.jobs.models import StepCritique, StepRefinement, StepTarget
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.services.checkpoints import checkpoint_for, do_register_checkpoint
 
@@ -28,6 +30,8 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     from webapp.trajectories.services.exports import iter_records
 
     ids = ctx.selection.trajectory_ids
+    if config.source == "refinements":
+        return _distillation_records(ids, config)
     model = StepTarget if config.source == "targets" else StepCritique
     rows = model.objects.filter(trajectory_id__in=ids).order_by("trajectory_id", "step_index", "-id")
     if config.source == "critiques":
@@ -43,6 +47,27 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     if config.source == "targets":
         return sft_data.successor_records(records, index, config.max_state_chars)
     return sft_data.critique_records(records, index, max_state_chars=config.max_state_chars)
+
+
+def _distillation_records(ids, config: DistillPolicyJob) -> list[dict[str, Any]]:
+    from nlac_core import sft_data
+    from nlac_core.outputs import from_json
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_records
+
+    rows = StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).select_related("critique")
+    if config.only_changed:
+        rows = rows.filter(changed=True)
+    if config.skip_optimal:
+        rows = rows.exclude(critique__verdict="optimal")
+    newest: dict[tuple[int, int], StepRefinement] = {}
+    for row in rows.order_by("trajectory_id", "step_index", "-id"):
+        newest.setdefault((row.trajectory_id, row.step_index), row)
+    if not newest:
+        raise ValueError("the selected trajectories have no valid refinements to distil"
+                         + (" that change the action" if config.only_changed else "") + ": run a refine job first")
+    index = sft_data.StepIndex(iter_records(Trajectory.objects.filter(pk__in={k[0] for k in newest})))
+    return sft_data.distillation_records([from_json(r.record) for r in newest.values()], index)
 
 
 def frozen_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, Any]]:
@@ -69,21 +94,23 @@ def run_train_critic(ctx: JobContext) -> dict[str, Any]:
     ctx.use_checkpoint(base)
     records = frozen_records(ctx, config)
     out = Path(settings.NLAC_TRAIN_DIR) / f"job-{ctx.job.pk}"
-    ctx.log(f"training the critic on {len(records)} {config.source} records from {base.name} into {out}")
+    role = "policy" if ctx.job.kind == "distill-policy" else "critic"
+    default_name = f"{role}-job-{ctx.job.pk}"
+    ctx.log(f"training the {role} on {len(records)} {config.source} records from {base.name} into {out}")
 
     def on_progress(event) -> None:
         ctx.progress(event.step, event.total_steps, "train")
         ctx.metric(step=event.step, loss=event.loss, tokens_per_s=round(event.tokens_per_s, 1), epoch=event.epoch)
 
     result = train_sft(records, base.path, out, config.sft_config(), parent_checkpoint=base.path,
-                       name=config.name or f"critic-job-{ctx.job.pk}", on_progress=on_progress,
-                       should_stop=ctx.should_stop, kind="critic")
+                       name=config.name or default_name, on_progress=on_progress,
+                       should_stop=ctx.should_stop, kind=role)
     metrics = result.metrics
     if metrics.get("stopped_early"):
         ctx.log(f"stopped at step {metrics['steps']}/{metrics['total_steps']}; a retry resumes from there")
         return {"steps": metrics["steps"], "stopped_early": True}
-    checkpoint = do_register_checkpoint(result.checkpoint_dir, name=config.name or f"critic-job-{ctx.job.pk}",
-                                        kind="critic", produced_by=ctx.job, parent=base)
+    checkpoint = do_register_checkpoint(result.checkpoint_dir, name=config.name or default_name,
+                                        kind=role, produced_by=ctx.job, parent=base)
     ctx.log(f"registered checkpoint {checkpoint.name} (train loss {metrics['train_loss']:.4f})")
     return {"checkpoint_produced": checkpoint.pk, "records": len(records), "steps": metrics["steps"],
             "train_loss": metrics["train_loss"], "tokens_per_s": metrics["tokens_per_s"]}

@@ -1,0 +1,80 @@
+"""refine: refined actions for the selected steps that have a critique, one committed chunk at a time.
+
+Each step is refined from its newest critique (or the critique ``critique_job`` wrote), for m rounds; a
+round's text is checked against the step's action format (a tool call must name a known tool with JSON
+arguments; a 20 Questions action must be a yes/no question). Steps without a critique are counted and
+skipped. Like the other step jobs, a re-run writes only what is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from webapp.jobs import loaded_model
+from webapp.jobs.configs import RefineJob
+from webapp.jobs.models import StepCritique, StepRefinement
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.services.checkpoints import checkpoint_for
+
+
+def _critiques(ids, critique_job: int | None) -> dict[tuple[int, int], StepCritique]:
+    rows = StepCritique.objects.filter(trajectory_id__in=ids)
+    if critique_job is not None:
+        rows = rows.filter(job_id=critique_job)
+    newest: dict[tuple[int, int], StepCritique] = {}
+    for row in rows.order_by("trajectory_id", "step_index", "-id"):
+        newest.setdefault((row.trajectory_id, row.step_index), row)
+    return newest
+
+
+def run_refine(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.critic import CritiqueConfig
+    from nlac_core.outputs import from_json, to_json
+    from nlac_core.refine import RefineConfig, refine_steps
+    from nlac_core.state import pick_steps
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_with_ids
+
+    config: RefineJob = ctx.config  # type: ignore[assignment]
+    critiques = _critiques(ctx.selection.trajectory_ids, config.critique_job)
+    items = []
+    for tid, record in iter_with_ids(Trajectory.objects.filter(pk__in={k[0] for k in critiques})):
+        items.extend((tid, step, critiques[(tid, step.index)]) for step in pick_steps([record])
+                     if (tid, step.index) in critiques)
+    done = set(StepRefinement.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
+    todo = [item for item in items if (item[0], item[1].index) not in done]
+    total = len(items)
+    ctx.log(f"{total} critiqued steps to refine ({len(todo)} to go) with {config.rounds} round(s)")
+    ctx.progress(total - len(todo), total, "refine")
+    if not items:
+        raise ValueError("none of the selected steps has a critique: run a critique job on them first")
+    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
+    ctx.use_checkpoint(checkpoint)
+    backend = loaded_model.backend_for(config, checkpoint) if todo else None
+    core = RefineConfig(rounds=config.rounds, temperature=config.temperature, seed=config.seed)
+    written = total - len(todo)
+    for start in range(0, len(todo), config.chunk_size):
+        if ctx.should_stop(fresh=True):
+            ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
+            break
+        chunk = todo[start:start + config.chunk_size]
+        refined = refine_steps(backend, [step for _, step, _ in chunk], [from_json(c.record) for _, _, c in chunk],
+                               core, max_state_chars=config.max_state_chars, critique_config=CritiqueConfig())
+        rows = [StepRefinement(trajectory_id=tid, step_index=step.index, job=ctx.job, critique=c,
+                               checkpoint=checkpoint, valid=r.valid,
+                               changed=r.refined_action.strip() != r.original_action.strip(),
+                               prompt_id=r.provenance.prompt_id, record=to_json(r))
+                for (tid, step, c), r in zip(chunk, refined, strict=True)]
+        with transaction.atomic():
+            if not ctx.still_owner():
+                break
+            StepRefinement.objects.bulk_create(rows, ignore_conflicts=True)
+        written += len(chunk)
+        ctx.progress(written, total)
+        ctx.log(f"refined {written}/{total} steps")
+    rows = StepRefinement.objects.filter(job=ctx.job)
+    return {"refinements": rows.count(), "valid": rows.filter(valid=True).count(),
+            "changed": rows.filter(changed=True).count(), "steps": total,
+            "checkpoint": checkpoint.pk if checkpoint else None}
