@@ -78,7 +78,9 @@ class Workers:
         n = len(self.procs)
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "DATABASE_URL": database_url(),
                "REDIS_URL": self.redis_url, "NLAC_JOBS_DIR": str(settings.NLAC_JOBS_DIR),
-               "NLAC_JOB_LEASE_S": str(self.lease_s), "NLAC_TRAIN_DIR": str(settings.NLAC_TRAIN_DIR)}
+               "NLAC_JOB_LEASE_S": str(self.lease_s), "NLAC_TRAIN_DIR": str(settings.NLAC_TRAIN_DIR),
+               # jobs the worker itself creates (a parent's children) go to the test's queue too
+               "NLAC_GPU_QUEUE": self.queue, "NLAC_CPU_QUEUE": self.queue}
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", self.queue, "--pool",
              "solo", "-l", "warning", "-n", f"{self.queue}-{n}@%h", "--without-gossip", "--without-mingle",

@@ -131,3 +131,19 @@ def test_it_trains_a_critic_for_two_steps_and_critiques_with_the_new_checkpoint(
     assert critique.status == Job.SUCCEEDED, critique.error + critique.traceback
     row = StepCritique.objects.get(job=critique)
     assert row.checkpoint == trained and row.record["provenance"]["model"] == trained.path
+
+
+def test_it_runs_a_whole_nlac_iteration_as_child_jobs_on_a_real_worker(personas, worker):
+    from webapp.jobs.models import Checkpoint
+
+    parent = lifecycle.check_create_job(personas["researcher"], "nlac-iteration", {
+        "env": "twenty_questions", "tasks": 1, "trials": 1, "max_turns": 2, "max_steps": 1, "max_length": 768,
+        "max_state_chars": 500, "tau": 0.5, "project": "NLAC iteration (test)"})
+    parent = wait_for(lambda: finished(parent), 600, "the iteration")
+    assert parent.status == Job.SUCCEEDED, parent.error + parent.traceback
+    kinds = list(parent.children.order_by("id").values_list("kind", "status"))
+    assert kinds == [(k, Job.SUCCEEDED) for k in ("rollout", "backup", "critique", "refine", "train-critic")]
+    trained = Checkpoint.objects.get(pk=parent.outputs["checkpoint_produced"])
+    twin = Checkpoint.objects.get(pk=parent.outputs["ema_target"])
+    assert trained.kind == "policy+critic" and twin.ema_of == trained and twin.kind == "ema"
+    assert twin.manifest["tau"] == 0.5 and twin.manifest["ema_updates"] == 1  # from a copy of the online model

@@ -211,7 +211,7 @@ class TrainCriticJob(JobConfig):
     max_state_chars: int = 2000
 
     def validate(self) -> None:
-        _choice("source", self.source, ("targets", "critiques"))
+        _choice("source", self.source, ("targets", "critiques", "nlac"))  # nlac: targets and refinements
         self.validate_training()
 
     def validate_training(self) -> None:
@@ -293,6 +293,49 @@ class EvaluateJob(RolloutJob):
 
 
 @dataclass(frozen=True)
+class NlacIterationJob(JobConfig):
+    """One NLAC iteration as a parent job with a child job per phase: rollout of the policy -> language
+    Bellman targets (next future from the EMA target) -> critiques -> refinements -> one SFT of the shared
+    policy+critic model on the targets and the refined actions -> EMA update of the target network (the
+    new checkpoint's twin). The parent waits between phases without holding a worker."""
+
+    KIND: ClassVar[str] = "nlac-iteration"
+    QUEUE: ClassVar[str] = "cpu"
+    USES_MODEL: ClassVar[bool] = False
+    NEEDS_SELECTION: ClassVar[bool] = False
+    checkpoint: int | None = None  # the online model (policy and critic); default the embedded model
+    target_checkpoint: int | None = None  # the EMA target; default the online model's twin, else a copy of it
+    env: str = "twenty_questions"
+    split: str = ""
+    tasks: int = 4
+    trials: int = 1
+    max_turns: int | None = None
+    temperature: float = 0.7
+    refine_rounds: int = 1
+    tau: float = 0.05
+    max_steps: int | None = 20
+    learning_rate: float = 2e-5
+    per_device_batch_size: int = 2
+    max_length: int = 1024
+    lora: bool = False
+    seed: int = 0
+    max_state_chars: int = 1500
+    project: str = ""
+
+    def validate(self) -> None:
+        for name in ("checkpoint", "target_checkpoint"):
+            if getattr(self, name) is not None:
+                _int(name, getattr(self, name), 1, 2**62)
+        RolloutJob(env=self.env, split=self.split, tasks=self.tasks, trials=self.trials, max_turns=self.max_turns,
+                   temperature=self.temperature, seed=self.seed, project=self.project).validate()
+        _int("refine_rounds", self.refine_rounds, 1, 8)
+        _float("tau", self.tau, 0.0, 1.0)
+        TrainCriticJob(max_steps=self.max_steps, learning_rate=self.learning_rate, lora=self.lora,
+                       per_device_batch_size=self.per_device_batch_size, max_length=self.max_length,
+                       seed=self.seed, max_state_chars=self.max_state_chars).validate()
+
+
+@dataclass(frozen=True)
 class ImportJob(JobConfig):
     """A file saved under the upload folder, imported into a project off the request (cpu queue, no model).
     The file is removed once imported (or refused); a crash leaves it for the retry."""
@@ -336,7 +379,7 @@ class ExportJob(JobConfig):
 
 KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RefineJob, RolloutJob,
                                                           EvaluateJob, TrainCriticJob, DistillPolicyJob,
-                                                          ImportJob, ExportJob)}
+                                                          NlacIterationJob, ImportJob, ExportJob)}
 
 
 def config_class(kind: str) -> type[JobConfig]:

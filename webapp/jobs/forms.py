@@ -184,6 +184,39 @@ class DistillPolicyForm(TrainCriticForm):
     skip_optimal = forms.BooleanField(required=False, label="Leave out steps critiqued as optimal")
 
 
+class NlacIterationForm(LaunchForm):
+    KIND = "nlac-iteration"
+    SELECTION = False
+    MODEL = False
+    KEEP = ("checkpoint",)
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                        empty_label="embedded SmolLM2-135M-Instruct", label="Online model")
+    target_checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                               empty_label="its EMA twin, else a copy of it", label="Target network")
+    env = forms.ChoiceField(choices=[(e, e) for e in ENVS], initial="twenty_questions", label="Environment")
+    split = forms.CharField(required=False, max_length=50)
+    tasks = forms.IntegerField(initial=4, min_value=1, max_value=10_000)
+    trials = forms.IntegerField(initial=1, min_value=1, max_value=64)
+    max_turns = forms.IntegerField(required=False, min_value=1, max_value=1000)
+    temperature = forms.FloatField(initial=0.7, min_value=0.0, max_value=2.0, label="Rollout temperature")
+    refine_rounds = forms.IntegerField(initial=1, min_value=1, max_value=8, label="m refinement rounds")
+    tau = forms.FloatField(initial=0.05, min_value=0.0, max_value=1.0, label="EMA tau")
+    max_steps = forms.IntegerField(required=False, initial=20, min_value=1, label="SFT max steps")
+    learning_rate = forms.FloatField(initial=2e-5, min_value=1e-8, max_value=1.0)
+    per_device_batch_size = forms.IntegerField(initial=2, min_value=1, max_value=512, label="Batch size")
+    max_length = forms.IntegerField(initial=1024, min_value=32, max_value=32_768)
+    lora = forms.BooleanField(required=False, label="LoRA")
+    seed = forms.IntegerField(initial=0, min_value=0)
+    project = forms.CharField(required=False, max_length=200)
+
+    def config(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.cleaned_data.items() if v is not None and v != ""}
+        for name in ("checkpoint", "target_checkpoint"):
+            data[name] = self.cleaned_data[name].pk if self.cleaned_data.get(name) else None
+        data["max_steps"] = self.cleaned_data.get("max_steps")
+        return data
+
+
 class ExportForm(LaunchForm):
     KIND = "export"
     MODEL = False
@@ -191,7 +224,7 @@ class ExportForm(LaunchForm):
 
 FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupForm, RefineForm, RolloutForm,
                                                            EvaluateForm, TrainCriticForm, DistillPolicyForm,
-                                                           ExportForm)}
+                                                           NlacIterationForm, ExportForm)}
 
 
 class JobFilterForm(forms.Form):

@@ -38,7 +38,8 @@ class Checkpoint(models.Model):
 
 class Job(models.Model):
     QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED = "queued", "running", "succeeded", "failed", "cancelled"
-    STATUSES = [(s, s) for s in (QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED)]
+    WAITING = "waiting"  # a parent job between phases: its current child job runs; the child's end wakes it
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, WAITING, SUCCEEDED, FAILED, CANCELLED)]
     FINISHED = (SUCCEEDED, FAILED, CANCELLED)
 
     kind = models.CharField(max_length=40)

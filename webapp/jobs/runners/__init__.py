@@ -6,10 +6,11 @@ from webapp.jobs.runners.backup import run_backup
 from webapp.jobs.runners.critique import run_critique
 from webapp.jobs.runners.export import run_export
 from webapp.jobs.runners.imports import run_import
+from webapp.jobs.runners.nlac import run_nlac_iteration
 from webapp.jobs.runners.refine import run_refine
 from webapp.jobs.runners.rollout import run_rollout
 from webapp.jobs.runners.train import run_train_critic
 
 RUNNERS = {"critique": run_critique, "backup": run_backup, "refine": run_refine, "rollout": run_rollout,
            "evaluate": run_rollout, "train-critic": run_train_critic, "distill-policy": run_train_critic,
-           "import": run_import, "export": run_export}
+           "nlac-iteration": run_nlac_iteration, "import": run_import, "export": run_export}

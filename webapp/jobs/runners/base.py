@@ -32,6 +32,10 @@ class JobLost(Exception):
     """This worker no longer owns the job (its lease expired and another run took over)."""
 
 
+class WaitForChildren(Exception):
+    """A parent job started (or is waiting for) a child job: it waits without holding the worker."""
+
+
 class JobContext:
     def __init__(self, job: Job, worker: str) -> None:
         self.job = job
@@ -164,10 +168,17 @@ def _execute(job_id: int, worker: str | None) -> str:
             outputs = RUNNERS[job.kind](ctx)
     except JobLost:
         return "lost"
+    except WaitForChildren as waiting:
+        lifecycle.append_log(job.pk, str(waiting))
+        if lifecycle.do_wait(job.pk, worker):
+            _wake_if_child_already_ended(job.pk)
+            return Job.WAITING
+        return "lost"
     except Exception as exc:  # noqa: BLE001 - any failure of the work is the job's failure, shown to the user
         tb = traceback.format_exc()
         lifecycle.append_log(job.pk, f"failed: {type(exc).__name__}: {exc}")
-        lifecycle.do_finish(job.pk, worker, Job.FAILED, error=f"{type(exc).__name__}: {exc}", tb=tb)
+        if lifecycle.do_finish(job.pk, worker, Job.FAILED, error=f"{type(exc).__name__}: {exc}", tb=tb):
+            lifecycle.wake_parent(job)
         return "failed"
     if ctx.lost:
         return "lost"
@@ -175,4 +186,13 @@ def _execute(job_id: int, worker: str | None) -> str:
     if not lifecycle.do_finish(job.pk, worker, status, outputs=outputs):
         return "lost"  # reaped while finishing: the run that owns the job now reports
     ctx.log(f"{status}: {outputs}")
+    lifecycle.wake_parent(job)
     return status
+
+
+def _wake_if_child_already_ended(parent_id: int) -> None:
+    """The child may have finished before its parent got to WAITING: then nobody else will wake the parent."""
+    if not Job.objects.filter(parent_id=parent_id).exclude(status__in=Job.FINISHED).exists():
+        child = Job.objects.filter(parent_id=parent_id).order_by("-id").first()
+        if child is not None:
+            lifecycle.wake_parent(child)

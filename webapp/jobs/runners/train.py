@@ -12,6 +12,7 @@ crash from the trainer's last saved state. The result is registered with its lin
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,15 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     ids = ctx.selection.trajectory_ids
     if config.source == "refinements":
         return _distillation_records(ids, config)
+    if config.source == "nlac":  # one shared model: the critic's targets and the policy's refined actions
+        critic = training_records(ctx, replace(config, source="targets"))
+        try:
+            policy = _distillation_records(ids, DistillPolicyJob(only_changed=False))
+        except ValueError:  # no refinement kept the action format (a small model often breaks it)
+            policy = []
+        ctx.log(f"{len(critic)} critic records (Bellman targets), {len(policy)} policy records (valid refined "
+                "actions)" + ("; no refinement was valid, so only the critic learns this round" if not policy else ""))
+        return critic + policy
     model = StepTarget if config.source == "targets" else StepCritique
     rows = model.objects.filter(trajectory_id__in=ids).order_by("trajectory_id", "step_index", "-id")
     if config.source == "critiques":
@@ -94,7 +104,8 @@ def run_train_critic(ctx: JobContext) -> dict[str, Any]:
     ctx.use_checkpoint(base)
     records = frozen_records(ctx, config)
     out = Path(settings.NLAC_TRAIN_DIR) / f"job-{ctx.job.pk}"
-    role = "policy" if ctx.job.kind == "distill-policy" else "critic"
+    role = {"distill-policy": "policy", "nlac": "policy+critic"}.get(
+        ctx.job.kind if ctx.job.kind == "distill-policy" else config.source, "critic")
     default_name = f"{role}-job-{ctx.job.pk}"
     ctx.log(f"training the {role} on {len(records)} {config.source} records from {base.name} into {out}")
 

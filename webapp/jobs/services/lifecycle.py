@@ -133,6 +133,21 @@ def do_finish(job_id: int, worker: str, status: str, error: str = "", tb: str = 
     return Job.objects.filter(pk=job_id, status=Job.RUNNING, worker=worker).update(**fields) == 1
 
 
+def do_wait(job_id: int, worker: str) -> bool:
+    """A parent job between phases lets go of its worker: WAITING until its child's end wakes it."""
+    return Job.objects.filter(pk=job_id, status=Job.RUNNING, worker=worker).update(
+        status=Job.WAITING, worker="", lease_expires_at=None) == 1
+
+
+def wake_parent(job: Job) -> None:
+    """After a child job ended: queue its waiting parent again, which moves to its next phase."""
+    if job.parent_id is None:
+        return
+    with transaction.atomic():
+        if Job.objects.filter(pk=job.parent_id, status=Job.WAITING).update(status=Job.QUEUED):
+            enqueue(Job.objects.get(pk=job.parent_id))
+
+
 # -- what researchers do ---------------------------------------------------------------------------------------
 
 
@@ -140,11 +155,14 @@ def do_request_cancel(job: Job) -> Job:
     """A queued job is cancelled at once; a running one is asked to stop (it checks between chunks)."""
     # The flag first, whatever the status: a claim refuses a flagged row and a running worker stops at the
     # next chunk, so a reap between the two updates cannot slip the job past the cancel.
-    Job.objects.filter(pk=job.pk, status__in=(Job.QUEUED, Job.RUNNING)).update(cancel_requested=True)
-    Job.objects.filter(pk=job.pk, status=Job.QUEUED).update(status=Job.CANCELLED, finished_at=timezone.now())
+    Job.objects.filter(pk=job.pk, status__in=(Job.QUEUED, Job.RUNNING, Job.WAITING)).update(cancel_requested=True)
+    cancelled_now = Job.objects.filter(pk=job.pk, status__in=(Job.QUEUED, Job.WAITING)).update(
+        status=Job.CANCELLED, finished_at=timezone.now())
     for child in job.children.exclude(status__in=Job.FINISHED):
         do_request_cancel(child)
     job.refresh_from_db()
+    if cancelled_now:
+        wake_parent(job)  # a parent waiting on this child learns it ended
     return job
 
 
@@ -177,6 +195,13 @@ def do_reap(now=None) -> list[int]:
                 append_log(job.pk, f"lease of {job.worker} expired: re-queued by the reaper")
                 enqueue(job)
                 reaped.append(job.pk)
+    # A parent whose child ended while nobody could wake it (the worker died right after finishing the child).
+    for parent in Job.objects.filter(status=Job.WAITING).exclude(children__status__in=(Job.QUEUED, Job.RUNNING,
+                                                                                       Job.WAITING)):
+        with transaction.atomic():
+            if Job.objects.filter(pk=parent.pk, status=Job.WAITING).update(status=Job.QUEUED):
+                enqueue(parent)
+                reaped.append(parent.pk)
     if reaped:
         log.warning("reaped jobs %s", reaped)
     return reaped

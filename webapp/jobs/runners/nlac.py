@@ -1,0 +1,121 @@
+"""nlac-iteration: one NLAC iteration as a parent job that runs a child job per phase.
+
+    rollout -> backup -> critique -> refine -> train (policy+critic) -> EMA update (inline)
+
+Each run of the parent looks at its children (recorded in its outputs by phase): a phase whose child
+succeeded is done; a phase without a child gets one, and the parent waits (WAITING, no worker held) until
+that child's end queues it again. A failed child fails the parent (a retry of the parent retries that
+child); a cancelled child cancels it. The episodes of the rollout child are what every later phase works
+on. The EMA update averages the target network toward the new checkpoint and registers the result as the
+new checkpoint's twin.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from webapp.jobs.configs import NlacIterationJob
+from webapp.jobs.models import Checkpoint, Job
+from webapp.jobs.runners.base import JobContext, WaitForChildren
+from webapp.jobs.services import lifecycle
+from webapp.jobs.services.checkpoints import checkpoint_for, do_register_checkpoint
+
+PHASES = ("rollout", "backup", "critique", "refine", "train")
+
+
+def _episodes(rollout: Job) -> list[int]:
+    from webapp.trajectories.models import Trajectory
+
+    return list(Trajectory.objects.filter(meta__job=rollout.pk).order_by("id").values_list("pk", flat=True))
+
+
+def _child_request(phase: str, config: NlacIterationJob, online: Checkpoint, target: Checkpoint | None,
+                   children: dict[str, Job]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(kind, config, selection) of the phase's child job."""
+    if phase == "rollout":
+        return "rollout", {"checkpoint": online.pk, "env": config.env, "split": config.split, "tasks": config.tasks,
+                           "trials": config.trials, "max_turns": config.max_turns,
+                           "temperature": config.temperature, "seed": config.seed, "project": config.project}, {}
+    selection = {"trajectory_ids": _episodes(children["rollout"])}
+    if not selection["trajectory_ids"]:
+        raise ValueError(f"the rollout (job {children['rollout'].pk}) stored no episodes to learn from")
+    common = {"checkpoint": online.pk, "seed": config.seed, "max_state_chars": config.max_state_chars}
+    if phase == "backup":
+        return "backup", {**common, "target_checkpoint": target.pk if target else None}, selection
+    if phase == "critique":
+        return "critique", common, selection
+    if phase == "refine":
+        return "refine", {**common, "rounds": config.refine_rounds, "critique_job": children["critique"].pk}, \
+            selection
+    return "train-critic", {"checkpoint": online.pk, "source": "nlac", "max_steps": config.max_steps,
+                            "learning_rate": config.learning_rate, "lora": config.lora, "seed": config.seed,
+                            "per_device_batch_size": config.per_device_batch_size, "max_length": config.max_length,
+                            "max_state_chars": config.max_state_chars}, selection
+
+
+def run_nlac_iteration(ctx: JobContext) -> dict[str, Any]:
+    config: NlacIterationJob = ctx.config  # type: ignore[assignment]
+    online = checkpoint_for(config.checkpoint)
+    ctx.use_checkpoint(online)
+    target = (Checkpoint.objects.get(pk=config.target_checkpoint) if config.target_checkpoint is not None
+              else Checkpoint.objects.filter(ema_of=online).first())
+    state = dict(ctx.job.outputs or {})
+    ids: dict[str, int] = dict(state.get("children") or {})
+    children = {phase: Job.objects.get(pk=pk) for phase, pk in ids.items()}
+    for n, phase in enumerate(PHASES):
+        ctx.progress(n, len(PHASES) + 1, phase)
+        child = children.get(phase)
+        if child is None:
+            kind, child_config, selection = _child_request(phase, config, online, target, children)
+            child = lifecycle.check_create_job(ctx.job.created_by, kind, child_config, selection, parent=ctx.job)
+            ids[phase] = child.pk
+            ctx.outputs(**{**state, "children": ids})
+            raise WaitForChildren(f"phase {phase}: started job {child.pk} ({kind})")
+        if child.status == Job.SUCCEEDED:
+            continue
+        if child.status == Job.CANCELLED:
+            ctx.cancelled = True
+            ctx.log(f"phase {phase}: job {child.pk} was cancelled")
+            return {**state, "children": ids, "stopped_at": phase}
+        if child.status == Job.FAILED:
+            if state.get("failed_child") == child.pk:  # the parent is being retried: retry the child
+                state.pop("failed_child")
+                lifecycle.do_retry(child)
+                ctx.outputs(**{**state, "children": ids})
+                raise WaitForChildren(f"phase {phase}: retrying job {child.pk}")
+            ctx.outputs(**{**state, "children": ids, "failed_child": child.pk})
+            raise RuntimeError(f"phase {phase}: job {child.pk} ({child.kind}) failed: {child.error}")
+        raise WaitForChildren(f"phase {phase}: job {child.pk} is {child.status}")
+
+    trained = Checkpoint.objects.get(pk=children["train"].outputs["checkpoint_produced"])
+    twin = _ema_twin(ctx, config, online, target, trained)
+    ctx.progress(len(PHASES) + 1, len(PHASES) + 1, "ema")
+    rollout = children["rollout"].outputs
+    return {"children": ids, "checkpoint_produced": trained.pk, "ema_target": twin.pk,
+            "rollout_success_rate": rollout.get("success_rate"), "rollout_mean_reward": rollout.get("mean_reward"),
+            "train_loss": children["train"].outputs.get("train_loss")}
+
+
+def _ema_twin(ctx: JobContext, config: NlacIterationJob, online: Checkpoint, target: Checkpoint | None,
+              trained: Checkpoint) -> Checkpoint:
+    """target <- (1 - tau) * target + tau * trained, written as a new directory: the trained model's twin."""
+    from nlac_core.ema import ema_update, init_target
+
+    existing = Checkpoint.objects.filter(ema_of=trained).first()
+    if existing is not None:
+        return existing
+    out = Path(settings.NLAC_TRAIN_DIR) / f"job-{ctx.job.pk}-ema"
+    if target is None:  # the first iteration: the target starts as a copy of the online model
+        start = Path(settings.NLAC_TRAIN_DIR) / f"job-{ctx.job.pk}-ema-init"
+        if not (start / "config.json").is_file():
+            init_target(online.path, start)
+        source = start
+    else:
+        source = Path(target.path)
+    ema_update(source, trained.path, config.tau, out_dir=out)
+    ctx.log(f"EMA target updated with tau={config.tau} from {source} into {out}")
+    return do_register_checkpoint(out, name=f"{trained.name}-ema", kind="ema", produced_by=ctx.job,
+                                  parent=target or online, ema_of=trained)
