@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import BackupJob
 from webapp.jobs.models import Checkpoint, StepTarget
-from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.base import JobContext, write_in_chunks
 from webapp.jobs.runners.critique import selected_steps
 from webapp.jobs.services.checkpoints import checkpoint_for
 
@@ -48,25 +46,16 @@ def run_backup(ctx: JobContext) -> dict[str, Any]:
     target = loaded_model.extra_backend(config, target_checkpoint) if separate else policy
     core = BackupConfig(next_action=config.next_action, temperature=config.temperature, seed=config.seed,
                         max_state_chars=config.max_state_chars, chunk_size=config.chunk_size)
-    written = total - len(todo)
+
+    def make_rows(chunk):
+        targets = backup(policy, target, [step for _, step in chunk], core)
+        return [StepTarget(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=policy_checkpoint,
+                           target_checkpoint=target_checkpoint, terminal=t.terminal, success_prob=t.success_prob,
+                           prompt_id=t.provenance.prompt_id, record=to_json(t))
+                for (tid, step), t in zip(chunk, targets, strict=True)]
+
     try:
-        for start in range(0, len(todo), config.chunk_size):
-            if ctx.should_stop(fresh=True):
-                ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
-                break
-            chunk = todo[start:start + config.chunk_size]
-            targets = backup(policy, target, [step for _, step in chunk], core)
-            rows = [StepTarget(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=policy_checkpoint,
-                               target_checkpoint=target_checkpoint, terminal=t.terminal, success_prob=t.success_prob,
-                               prompt_id=t.provenance.prompt_id, record=to_json(t))
-                    for (tid, step), t in zip(chunk, targets, strict=True)]
-            with transaction.atomic():
-                if not ctx.still_owner():
-                    break
-                StepTarget.objects.bulk_create(rows, ignore_conflicts=True)
-            written += len(chunk)
-            ctx.progress(written, total)
-            ctx.log(f"wrote targets for {written}/{total} steps")
+        write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "wrote targets for")
     finally:
         if separate and hasattr(target, "close"):
             target.close()

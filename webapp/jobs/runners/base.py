@@ -112,6 +112,31 @@ class JobContext:
             raise JobLost(f"job {self.job.pk} is no longer owned by {self.worker}")
 
 
+def write_in_chunks(ctx: JobContext, todo: list, total: int, chunk_size: int, make_rows, verb: str) -> int:
+    """The step jobs' loop: ``make_rows(chunk)`` computes a chunk's result rows (unsaved model instances),
+    which are committed together while this worker still owns the job; a cancel or a lost lease stops it
+    between chunks. Rows are unique per (job, step), so a chunk written twice is written once. Returns the
+    number of items done, those of earlier runs included."""
+    from django.db import transaction
+
+    written = total - len(todo)
+    for start in range(0, len(todo), chunk_size):
+        if ctx.should_stop(fresh=True):
+            ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
+            break
+        chunk = todo[start:start + chunk_size]
+        rows = make_rows(chunk)
+        with transaction.atomic():
+            if not ctx.still_owner():
+                break  # reaped while this chunk ran: the run that owns the job now writes these steps
+            if rows:
+                type(rows[0]).objects.bulk_create(rows, ignore_conflicts=True)
+        written += len(chunk)
+        ctx.progress(written, total)
+        ctx.log(f"{verb} {written}/{total} steps")
+    return written
+
+
 class _Heartbeat:
     """Renews the lease every third of its length on a thread of its own (with its own connection)."""
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CritiqueJob
 from webapp.jobs.models import StepCritique
-from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.base import JobContext, write_in_chunks
 from webapp.jobs.services.checkpoints import checkpoint_for
 
 
@@ -54,25 +52,15 @@ def run_critique(ctx: JobContext) -> dict[str, Any]:
     backend = loaded_model.backend_for(config, checkpoint)
     core = CritiqueConfig(k=config.k, mode=config.mode, temperature=config.temperature, seed=config.seed,
                           chunk_size=config.chunk_size, calibrate_verdicts=config.calibrate_verdicts)
-    written = total - len(todo)
-    for start in range(0, len(todo), config.chunk_size):
-        if ctx.should_stop(fresh=True):
-            ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
-            break
-        chunk = todo[start:start + config.chunk_size]
+
+    def make_rows(chunk):
         transitions = [transition_of(step, None, config.max_state_chars) for _, step in chunk]
-        critiques = critique(backend, transitions, core)
-        rows = [StepCritique(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=checkpoint,
+        return [StepCritique(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=checkpoint,
                              verdict=c.verdict or "", success_prob=c.success_prob, parse_ok=c.parse_ok,
                              mode=c.mode, prompt_id=c.provenance.prompt_id, record=to_json(c))
-                for (tid, step), c in zip(chunk, critiques, strict=True)]
-        with transaction.atomic():
-            if not ctx.still_owner():
-                break  # reaped while this chunk ran: the run that owns the job now writes these steps
-            StepCritique.objects.bulk_create(rows, ignore_conflicts=True)
-        written += len(chunk)
-        ctx.progress(written, total)
-        ctx.log(f"critiqued {written}/{total} steps")
+                for (tid, step), c in zip(chunk, critique(backend, transitions, core), strict=True)]
+
+    write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "critiqued")
     count = StepCritique.objects.filter(job=ctx.job).count()
     verdicts: dict[str, int] = {}
     for verdict in StepCritique.objects.filter(job=ctx.job).values_list("verdict", flat=True):

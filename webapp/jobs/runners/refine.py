@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RefineJob
 from webapp.jobs.models import StepCritique, StepRefinement
-from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.base import JobContext, write_in_chunks
 from webapp.jobs.services.checkpoints import checkpoint_for
 
 
@@ -54,26 +52,17 @@ def run_refine(ctx: JobContext) -> dict[str, Any]:
     ctx.use_checkpoint(checkpoint)
     backend = loaded_model.backend_for(config, checkpoint) if todo else None
     core = RefineConfig(rounds=config.rounds, temperature=config.temperature, seed=config.seed)
-    written = total - len(todo)
-    for start in range(0, len(todo), config.chunk_size):
-        if ctx.should_stop(fresh=True):
-            ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
-            break
-        chunk = todo[start:start + config.chunk_size]
+
+    def make_rows(chunk):
         refined = refine_steps(backend, [step for _, step, _ in chunk], [from_json(c.record) for _, _, c in chunk],
                                core, max_state_chars=config.max_state_chars, critique_config=CritiqueConfig())
-        rows = [StepRefinement(trajectory_id=tid, step_index=step.index, job=ctx.job, critique=c,
+        return [StepRefinement(trajectory_id=tid, step_index=step.index, job=ctx.job, critique=c,
                                checkpoint=checkpoint, valid=r.valid,
                                changed=r.refined_action.strip() != r.original_action.strip(),
                                prompt_id=r.provenance.prompt_id, record=to_json(r))
                 for (tid, step, c), r in zip(chunk, refined, strict=True)]
-        with transaction.atomic():
-            if not ctx.still_owner():
-                break
-            StepRefinement.objects.bulk_create(rows, ignore_conflicts=True)
-        written += len(chunk)
-        ctx.progress(written, total)
-        ctx.log(f"refined {written}/{total} steps")
+
+    write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "refined")
     rows = StepRefinement.objects.filter(job=ctx.job)
     return {"refinements": rows.count(), "valid": rows.filter(valid=True).count(),
             "changed": rows.filter(changed=True).count(), "steps": total,
