@@ -46,6 +46,24 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise ConfigError(name, f"expected one of {', '.join(choices)}, got {value!r}")
 
 
+def _check_step_selection(config) -> None:
+    """``steps`` and ``max_steps`` of the jobs that work on the selected trajectories' steps."""
+    if config.steps not in STEP_CHOICES:
+        try:
+            [int(n) for n in config.steps.split(",") if n.strip()]
+        except (ValueError, AttributeError):
+            raise ConfigError("steps", "expected all, first, last or step numbers like 0,2,-1") from None
+    _int("max_steps", config.max_steps, 1, MAX_ITEMS)
+
+
+def _check_step_work(config) -> None:
+    """Sampling and chunking of the step jobs (critique, backup, refine)."""
+    _float("temperature", config.temperature, 0.0, 2.0)
+    _int("seed", config.seed, 0, 2**31 - 1)
+    _int("chunk_size", config.chunk_size, 1, 256)
+    _int("max_state_chars", config.max_state_chars, 200, 100_000)
+
+
 @dataclass(frozen=True)
 class JobConfig:
     KIND: ClassVar[str] = ""
@@ -114,20 +132,12 @@ class CritiqueJob(ModelChoice):
 
     def validate(self) -> None:
         super().validate()
-        if self.steps not in STEP_CHOICES:
-            try:
-                [int(n) for n in self.steps.split(",") if n.strip()]
-            except (ValueError, AttributeError):
-                raise ConfigError("steps", "expected all, first, last or step numbers like 0,2,-1") from None
-        _int("max_steps", self.max_steps, 1, MAX_ITEMS)
+        _check_step_selection(self)
         _int("k", self.k, 1, 16)
         _choice("mode", self.mode, CRITIQUE_MODES)
-        _float("temperature", self.temperature, 0.0, 2.0)
+        _check_step_work(self)
         if self.k > 1 and self.temperature == 0:
             raise ConfigError("temperature", "k > 1 futures need sampling: set a temperature above 0")
-        _int("seed", self.seed, 0, 2**31 - 1)
-        _int("chunk_size", self.chunk_size, 1, 256)
-        _int("max_state_chars", self.max_state_chars, 200, 100_000)
         if not isinstance(self.calibrate_verdicts, bool):
             raise ConfigError("calibrate_verdicts", "expected true or false")
 
@@ -186,8 +196,8 @@ class BackupJob(ModelChoice):
         if self.target_checkpoint is not None:
             _int("target_checkpoint", self.target_checkpoint, 1, 2**62)
         _choice("next_action", self.next_action, ("policy", "data"))
-        CritiqueJob(steps=self.steps, max_steps=self.max_steps, temperature=self.temperature, seed=self.seed,
-                    chunk_size=self.chunk_size, max_state_chars=self.max_state_chars).validate()
+        _check_step_selection(self)
+        _check_step_work(self)
 
 
 @dataclass(frozen=True)
@@ -257,10 +267,7 @@ class RefineJob(ModelChoice):
         if self.critique_job is not None:
             _int("critique_job", self.critique_job, 1, 2**62)
         _int("rounds", self.rounds, 1, 8)
-        _float("temperature", self.temperature, 0.0, 2.0)
-        _int("seed", self.seed, 0, 2**31 - 1)
-        _int("chunk_size", self.chunk_size, 1, 256)
-        _int("max_state_chars", self.max_state_chars, 200, 100_000)
+        _check_step_work(self)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Count
+
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CritiqueJob
 from webapp.jobs.models import StepCritique
@@ -61,9 +63,8 @@ def run_critique(ctx: JobContext) -> dict[str, Any]:
                 for (tid, step), c in zip(chunk, critique(backend, transitions, core), strict=True)]
 
     write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "critiqued")
-    count = StepCritique.objects.filter(job=ctx.job).count()
     verdicts: dict[str, int] = {}
-    for verdict in StepCritique.objects.filter(job=ctx.job).values_list("verdict", flat=True):
-        verdicts[verdict or "none"] = verdicts.get(verdict or "none", 0) + 1
-    return {"critiques": count, "steps": total, "verdicts": verdicts,
+    for row in StepCritique.objects.filter(job=ctx.job).order_by().values("verdict").annotate(n=Count("id")):
+        verdicts[row["verdict"] or "none"] = verdicts.get(row["verdict"] or "none", 0) + row["n"]
+    return {"critiques": sum(verdicts.values()), "steps": total, "verdicts": verdicts,
             "checkpoint": checkpoint.pk if checkpoint else None}
