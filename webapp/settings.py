@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.trajectories",
     "webapp.jobs",
+    "webapp.annotation",
 ]
 
 MIDDLEWARE = [

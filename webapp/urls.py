@@ -7,5 +7,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("webapp.jobs.urls")),
+    path("", include("webapp.annotation.urls")),
     path("", include("webapp.trajectories.urls")),
 ]

@@ -1,0 +1,139 @@
+"""The step page over HTTP: context, critiques, strip, editor; saves (plain and htmx), conflicts,
+bad input, drafts and the logged-out round trip."""
+
+from __future__ import annotations
+
+from tests.webapp.annotation.conftest import add_critique, fields
+from webapp.annotation.models import Annotation, Draft, Revision
+from webapp.annotation.services import revisions
+from webapp.annotation.services.revisions import Target
+
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def url(trajectory, step, suffix=""):
+    return f"/trajectories/{trajectory.pk}/steps/{step}/{suffix}"
+
+
+def post_fields(critique, base=None, **changes):
+    data = {**fields(**changes), "critique": critique.pk, "base_revision": base or ""}
+    return {k: v for k, v in data.items()}
+
+
+def test_it_shows_the_step_its_context_what_happened_next_and_the_critiques(client_for, trajectory, critiques):
+    page = client_for("researcher").get(url(trajectory, 1)).content.decode()
+    assert "Before the step" in page and "What actually happened next" in page and "Final outcome" in page
+    assert f"critique {critiques[1].pk}" in page and "the user confirms and the booking is changed" in page
+    assert "evaluator@abcd1234" in page and "temperature" in page  # provenance: prompt id and sampling
+    assert 'data-step-cell="0"' in page and 'data-step-cell="3"' in page  # the whole trajectory's strip
+    assert 'id="revision-form"' in page and 'name="base_revision" value=""' in page
+
+
+def test_it_saves_with_a_plain_form_and_shows_the_diff_after_a_reload(client_for, trajectory, critiques):
+    client = client_for("researcher")
+    response = client.post(url(trajectory, 1, "save/"), post_fields(critiques[1], reasoning="the fare rules forbid it"))
+    assert response.status_code == 302
+    revision = Revision.objects.get()
+    page = client.get(response["Location"]).content.decode()
+    assert f"Saved revision {revision.pk}" in page
+    assert "<ins>the fare rules forbid it</ins>" in page or "<ins>" in page and "fare rules forbid" in page
+    assert f'name="base_revision" value="{revision.pk}"' in page
+
+
+def test_it_saves_in_place_with_htmx(client_for, trajectory, critiques):
+    client = client_for("researcher")
+    response = client.post(url(trajectory, 0, "save/"), post_fields(critiques[0]), HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 200 and body.lstrip().startswith('<div id="editor"') and "<html" not in body
+    assert "Saved revision" in body
+
+
+def test_it_answers_a_stale_save_with_the_conflict_view_and_keeps_the_text(client_for, personas, trajectory,
+                                                                              critiques):
+    client = client_for("researcher")
+    client.post(url(trajectory, 0, "save/"), post_fields(critiques[0], reasoning="base text"))
+    first = Revision.objects.get()
+    revisions.check_save_revision(personas["researcher"], Target(trajectory, 0, critiques[0]),
+                                  fields(reasoning="saved from another tab"), first.pk)
+    response = client.post(url(trajectory, 0, "save/"), post_fields(critiques[0], first.pk, reasoning="my tab's text"),
+                           HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert response.status_code == 409 and 'id="conflict"' in body
+    assert "saved from another tab" in body and "my tab&#x27;s text" in body
+    assert Revision.objects.count() == 2  # nothing written
+    assert Draft.objects.get(user=personas["researcher"]).fields["reasoning"] == "my tab's text"
+    head = Annotation.objects.get().head_id
+    assert f'name="base_revision" value="{head}"' in body  # the merge form saves on top of the winner
+
+
+def test_it_rejects_bad_tool_call_json_naming_the_field_and_saving_nothing(client_for, trajectory, critiques):
+    client = client_for("researcher")
+    response = client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0]), "refined_tool_calls": "[{oops"})
+    assert response.status_code == 400
+    assert "refined_tool_calls: not JSON" in response.content.decode()
+    assert not Revision.objects.exists()
+    response = client.post(url(trajectory, 0, "save/"),
+                           {**post_fields(critiques[0]), "refined_tool_calls": '[{"arguments": {}}]'})
+    assert 'tool call 1: needs a \\"name\\"' in response.content.decode() or "needs a" in response.content.decode()
+    response = client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0]), "skipped": "1"})
+    assert "skip_reason: say why" in response.content.decode() and not Revision.objects.exists()
+
+
+def test_it_stores_a_refined_tool_call_and_renders_it_escaped(client_for, trajectory, critiques):
+    client = client_for("researcher")
+    calls = '[{"name": "get_reservation_details", "arguments": {"reservation_id": "' + HOSTILE.replace('"', "'") + '"}}]'
+    client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0], reasoning=HOSTILE), "refined_tool_calls": calls})
+    revision = Revision.objects.get()
+    assert revision.refined_tool_calls[0]["name"] == "get_reservation_details" and revision.reasoning == HOSTILE
+    page = client.get(url(trajectory, 0)).content.decode()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+def test_it_escapes_hostile_model_critique_text(client_for, trajectory):
+    add_critique(trajectory, 0, future=HOSTILE)
+    page = client_for("annotator").get(url(trajectory, 0)).content.decode()
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+
+
+def test_it_keeps_a_draft_and_restores_it_on_reload(client_for, personas, trajectory, critiques):
+    client = client_for("researcher")
+    response = client.post(url(trajectory, 2, "draft/"), post_fields(critiques[2], reasoning="half typed"),
+                           HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "Draft kept" in response.content.decode()
+    page = client.get(url(trajectory, 2)).content.decode()
+    assert "Restored your unsaved draft" in page and "half typed" in page
+    client.post(url(trajectory, 2, "save/"), post_fields(critiques[2], reasoning="half typed, now done"))
+    assert not Draft.objects.exists()
+
+
+def test_it_keeps_text_posted_after_the_session_expired_through_the_login(client, personas, trajectory, critiques):
+    client.force_login(personas["researcher"])
+    client.get(url(trajectory, 1))
+    client.logout()  # the session expired while the annotator was typing
+    response = client.post(url(trajectory, 1, "save/"), post_fields(critiques[1], reasoning="typed while logged out"))
+    assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
+    assert not Revision.objects.exists()
+    response = client.post("/login/", {"username": "researcher", "password": "researcher-pw-123",
+                                       "next": f"/trajectories/{trajectory.pk}/steps/1/?critique={critiques[1].pk}"})
+    page = client.get(response["Location"]).content.decode()
+    assert "typed while logged out" in page and "kept as your draft" in page
+    assert Draft.objects.get(user=personas["researcher"]).fields["reasoning"] == "typed while logged out"
+
+
+def test_it_redirects_htmx_posts_of_an_expired_session_to_the_login(client, trajectory, critiques):
+    response = client.post(url(trajectory, 1, "draft/"), post_fields(critiques[1]), HTTP_HX_REQUEST="true")
+    assert response.status_code == 401 and response["HX-Redirect"].startswith("/login/?next=")
+
+
+def test_it_shows_the_history_with_diffs_and_restores(client_for, personas, trajectory, critiques):
+    client = client_for("researcher")
+    client.post(url(trajectory, 0, "save/"), post_fields(critiques[0], reasoning="alpha beta gamma"))
+    first = Revision.objects.get()
+    client.post(url(trajectory, 0, "save/"), post_fields(critiques[0], first.pk, reasoning="alpha delta gamma"))
+    page = client.get(f"/annotations/{first.annotation_id}/").content.decode()
+    assert "<del>beta</del>" in page and "<ins>delta</ins>" in page
+    response = client.post(f"/revisions/{first.pk}/restore/",
+                           {"base_revision": Annotation.objects.get().head_id}, follow=True)
+    assert "Restored revision" in response.content.decode()
+    assert Annotation.objects.get().head.reasoning == "alpha beta gamma" and Revision.objects.count() == 3
