@@ -43,7 +43,7 @@ def test_it_reports_agreement_per_queue_and_pair(client_for, personas, project):
                                       people)
     verdicts = {0: ["optimal", "harmful", "harmful", "optimal"], 1: ["optimal", "harmful", "optimal", "optimal"]}
     for who, person in enumerate(people):
-        for n in range(4):
+        for _ in range(4):
             item = assignments.do_claim_next(queue, person).item
             revisions.check_save_revision(person, Target(item.trajectory, item.step_index, item.critique),
                                           fields(verdict=verdicts[who][item.position], reasoning=f"r{who}"), None,

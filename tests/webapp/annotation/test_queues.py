@@ -23,7 +23,8 @@ def annotators(personas):
                                       for i in (2, 3)]
 
 
-def make_queue(personas, project, annotators, spec=QueueSpec(), overlap=1, lease_s=600):
+def make_queue(personas, project, annotators, spec=None, overlap=1, lease_s=600):
+    spec = spec or QueueSpec()
     return queues.check_create_queue(personas["researcher"], "q", project, spec, overlap, annotators,
                                      lease_s=lease_s)
 

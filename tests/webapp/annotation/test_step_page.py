@@ -36,7 +36,7 @@ def test_it_saves_with_a_plain_form_and_shows_the_diff_after_a_reload(client_for
     revision = Revision.objects.get()
     page = client.get(response["Location"]).content.decode()
     assert f"Saved revision {revision.pk}" in page
-    assert "<ins>the fare rules forbid it</ins>" in page or "<ins>" in page and "fare rules forbid" in page
+    assert "<del>it did not check </del>the fare rules<ins> forbid it</ins>" in page
     assert f'name="base_revision" value="{revision.pk}"' in page
 
 
@@ -74,15 +74,17 @@ def test_it_rejects_bad_tool_call_json_naming_the_field_and_saving_nothing(clien
     assert not Revision.objects.exists()
     response = client.post(url(trajectory, 0, "save/"),
                            {**post_fields(critiques[0]), "refined_tool_calls": '[{"arguments": {}}]'})
-    assert 'tool call 1: needs a \\"name\\"' in response.content.decode() or "needs a" in response.content.decode()
+    assert "tool call 1: needs a &quot;name&quot; string" in response.content.decode()
     response = client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0]), "skipped": "1"})
     assert "skip_reason: say why" in response.content.decode() and not Revision.objects.exists()
 
 
 def test_it_stores_a_refined_tool_call_and_renders_it_escaped(client_for, trajectory, critiques):
     client = client_for("researcher")
-    calls = '[{"name": "get_reservation_details", "arguments": {"reservation_id": "' + HOSTILE.replace('"', "'") + '"}}]'
-    client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0], reasoning=HOSTILE), "refined_tool_calls": calls})
+    hostile = HOSTILE.replace('"', "'")
+    calls = '[{"name": "get_reservation_details", "arguments": {"reservation_id": "' + hostile + '"}}]'
+    client.post(url(trajectory, 0, "save/"),
+                {**post_fields(critiques[0], reasoning=HOSTILE), "refined_tool_calls": calls})
     revision = Revision.objects.get()
     assert revision.refined_tool_calls[0]["name"] == "get_reservation_details" and revision.reasoning == HOSTILE
     page = client.get(url(trajectory, 0)).content.decode()
