@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs clean
+.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,9 @@ bench-envs: $(RUN_STAMP)
 
 bench-jobs: $(RUN_STAMP)
 	$(PY) bench/bench_jobs.py
+
+bench-annotate: $(RUN_STAMP)
+	$(PY) bench/bench_annotate.py
 
 clean:
 	rm -rf var/test-*.sqlite3* var/uploads

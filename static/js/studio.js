@@ -30,3 +30,10 @@
     e.preventDefault();
   });
 })();
+
+// The annotation editor answers a stale save with 409 (the conflict view) and bad input with 400
+// (the errors): both are pages to show in place, not failures to drop.
+document.addEventListener("htmx:beforeSwap", function (e) {
+  var status = e.detail.xhr.status;
+  if (status === 409 || status === 400) { e.detail.shouldSwap = true; e.detail.isError = false; }
+});

@@ -160,7 +160,8 @@ def save_revision(request, pk: int, step_index: int):
             return response
         return redirect("queue_next", item.queue_id)
     if request.htmx:
-        return _render_step(request, trajectory, step_index, partial="editor", annotation=revision.annotation,
+        fresh = Annotation.objects.select_related("author", "head", "critique").get(pk=revision.annotation_id)
+        return _render_step(request, trajectory, step_index, partial="editor", annotation=fresh,
                             queue_item=item, extra={"saved": revision})
     flash.success(request, f"Saved revision {revision.pk}.")
     return redirect(_step_url(pk, step_index, annotation=revision.annotation_id,
