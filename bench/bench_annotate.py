@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from _setup import ROOT, SHARED, django_with, percentile
 
@@ -135,10 +134,9 @@ class Annotator(threading.Thread):
 
 
 def load(project, people, n: int, seconds: float, overlap: int, db_url: str | None) -> None:
+    from webapp.accounts.services import do_create_user
     from webapp.annotation.models import Assignment, QueueItem, Revision
     from webapp.annotation.services.queues import QueueSpec, check_create_queue
-
-    from webapp.accounts.services import do_create_user
     maker = do_create_user("bench-researcher", "bench-pw-123", "researcher")[0]
     queue = check_create_queue(maker, f"bench load {time.time():.0f}", project, QueueSpec(), overlap, people)
     revisions_before = Revision.objects.count()

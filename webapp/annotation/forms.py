@@ -124,3 +124,7 @@ class ReviewForm(forms.Form):
     revision = forms.IntegerField(widget=forms.HiddenInput)
     decision = forms.ChoiceField(choices=[("accept", "accept"), ("return", "return")])
     reason = forms.CharField(required=False, max_length=5000)
+
+
+class NotesUploadForm(forms.Form):
+    file = forms.FileField(help_text="CSV: simulation_id (or trajectory_id), note, and optionally step, author")

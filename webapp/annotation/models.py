@@ -196,6 +196,26 @@ class Assignment(models.Model):
         return f"{self.status} assignment of item {self.item_id} to {self.annotator_id}"
 
 
+class Note(models.Model):
+    """A human note about a trajectory (or one of its steps), typed in the app or imported from a file."""
+
+    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="notes")
+    step_index = models.IntegerField(null=True, blank=True)
+    text = models.TextField()
+    author_name = models.CharField(max_length=200, blank=True)  # as the file names them
+    source_file = models.CharField(max_length=500, blank=True)
+    source_line = models.IntegerField(null=True, blank=True)
+    imported_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trajectory", "step_index", "id"]
+
+    def __str__(self) -> str:
+        return f"note {self.pk} on trajectory {self.trajectory_id}"
+
+
 class AuditEvent(models.Model):
     """Who did what to which annotation, when, with the state before and after."""
 

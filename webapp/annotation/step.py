@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, Q
 
 from nlac_core.actions import parse_tool_action
 from webapp.annotation.diff import field_diffs
@@ -115,6 +115,8 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
         "refinements": [(r, refined_action_view(r.record)) for r in trajectory.refinements.filter(
             step_index=step_index).select_related("job").order_by("-id")[:50]],
         "strip": verdict_strip(trajectory, step_index),
+        "notes": list(trajectory.notes.filter(deleted_at=None).filter(
+            Q(step_index=None) | Q(step_index=step_index)).order_by("id")[:100]),
         "chosen": chosen,
         "annotation": annotation,
         "editing_other": annotation is not None and annotation.author_id != user.pk,

@@ -17,4 +17,5 @@ urlpatterns = [
     path("queues/<int:pk>/next/", views.queue_next, name="queue_next"),
     path("review/", views.review_list, name="review_list"),
     path("audit/", views.audit_log, name="audit_log"),
+    path("projects/<slug:slug>/notes/", views.import_notes, name="import_notes"),
 ]

@@ -20,9 +20,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from webapp.accounts.access import require
 from webapp.annotation import access, agreement, step
-from webapp.annotation.forms import QueueForm, ReviewForm, RevisionForm, raw_fields
+from webapp.annotation.forms import NotesUploadForm, QueueForm, ReviewForm, RevisionForm, raw_fields
 from webapp.annotation.models import Annotation, Assignment, AuditEvent, QueueItem, Revision
-from webapp.annotation.services import assignments, drafts, queues, reviews, revisions
+from webapp.annotation.services import assignments, drafts, notes, queues, reviews, revisions
 from webapp.annotation.services.revisions import Conflict, RevisionRefused, Target
 from webapp.jobs.models import StepCritique
 from webapp.trajectories import access as trajectory_access
@@ -348,6 +348,28 @@ def review_annotation(request, pk: int):
     else:
         flash.success(request, f"Annotation {annotation.pk} {'accepted' if d['decision'] == 'accept' else 'returned'}.")
     return redirect(request.POST.get("back") or "review_list")
+
+
+@require_http_methods(["GET", "POST"])
+def import_notes(request, slug: str):
+    project = trajectory_access.get_project(request.user, slug)
+    require(access.can_create_queue(request.user))
+    form = NotesUploadForm(request.POST or None, request.FILES or None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            result = notes.check_import_notes(request.user, project, upload.name,
+                                              upload.read(notes.MAX_NOTES_BYTES + 1))
+        except notes.NotesError as error:
+            form.add_error("file", f"Nothing was imported: {error}")
+            status = 400
+        else:
+            flash.success(request, f"Imported {result.n_notes} notes on {result.n_trajectories} trajectories.")
+            return redirect("project_detail", project.slug)
+    elif request.method == "POST":
+        status = 400
+    return render(request, "annotation/notes_import.html", {"form": form, "project": project}, status=status)
 
 
 @require_GET

@@ -1,0 +1,75 @@
+"""Importing human notes (a CSV keyed by simulation or trajectory id) as annotations of trajectories.
+
+All rows are matched before anything is written: a row that matches no trajectory of the project
+(or names a step the trajectory does not have) fails the whole file with its line, and nothing changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from nlac_core.formats.base import FormatError
+from nlac_core.formats.notes_csv import NoteRow, read_notes
+from webapp.annotation.models import Note
+from webapp.annotation.services import audit
+from webapp.trajectories.models import Message, Project, Trajectory
+
+MAX_NOTES_BYTES = 10 * 1024 * 1024
+MAX_REPORTED = 20
+
+
+class NotesError(ValueError):
+    def __init__(self, problems: list[str]):
+        shown = problems[:MAX_REPORTED]
+        more = f" (and {len(problems) - len(shown)} more)" if len(problems) > len(shown) else ""
+        super().__init__("; ".join(shown) + more)
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class NotesResult:
+    n_notes: int
+    n_trajectories: int
+
+
+def check_import_notes(actor, project: Project, file_name: str, data: bytes) -> NotesResult:
+    if len(data) > MAX_NOTES_BYTES:
+        raise NotesError([f"{file_name}: {len(data)} bytes, more than the {MAX_NOTES_BYTES} allowed for notes"])
+    try:
+        rows = read_notes(file_name, data)
+    except FormatError as e:
+        raise NotesError([str(e)]) from None
+    ids = {r.key for r in rows}
+    trajectories = Trajectory.objects.filter(project=project)
+    if rows[0].key_column == "simulation_id":
+        found = dict(trajectories.filter(external_id__in=ids).values_list("external_id", "pk"))
+    else:
+        numeric = [int(k) for k in ids if k.isdigit()]
+        found = {str(pk): pk for pk in trajectories.filter(pk__in=numeric).values_list("pk", flat=True)}
+    steps = set(Message.objects.filter(trajectory_id__in=found.values(), step_index__isnull=False)
+                .values_list("trajectory_id", "step_index"))
+    problems = []
+    for row in rows:
+        pk = found.get(row.key)
+        if pk is None:
+            problems.append(f"{file_name}, line {row.line}: no trajectory with {row.key_column} {row.key[:80]!r} "
+                            f"in project {project.name!r}")
+        elif row.step_index is not None and (pk, row.step_index) not in steps:
+            problems.append(f"{file_name}, line {row.line}: trajectory {pk} has no agent step {row.step_index}")
+    if problems:
+        raise NotesError(problems)
+    return do_import_notes(actor, file_name, rows, found)
+
+
+@transaction.atomic
+def do_import_notes(actor, file_name: str, rows: list[NoteRow], trajectory_ids: dict[str, int]) -> NotesResult:
+    notes = Note.objects.bulk_create([
+        Note(trajectory_id=trajectory_ids[r.key], step_index=r.step_index, text=r.text, author_name=r.author,
+             source_file=file_name[:500], source_line=r.line, imported_by=actor) for r in rows], batch_size=1000)
+    used = {n.trajectory_id for n in notes}
+    if notes:
+        audit.record(actor, "notes.import", notes[0], trajectory_id=None,
+                     after={"file": file_name, "notes": len(notes), "trajectories": len(used)})
+    return NotesResult(len(notes), len(used))
