@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate clean
+.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +22,18 @@ $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 run: $(RUN_STAMP)
 	$(PY) deploy/embedded.py
 
-test: $(DEV_STAMP)
+test: $(DEV_STAMP) chromium
 	$(PY) -m pytest
+
+# The browser tests drive Debian's chromium: installed here when missing and we are root.
+chromium:
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing: sudo apt-get install chromium (the browser tests will skip)"; fi; }
 
 # The tests that touch the database (everything but the pure nlac_core tests): CI runs
 # them a second time on PostgreSQL after the whole suite has run on SQLite.
-test-db: $(DEV_STAMP)
+test-db: $(DEV_STAMP) chromium
 	$(PY) -m pytest tests/webapp tests/workers tests/browser
 
 lint: $(DEV_STAMP)

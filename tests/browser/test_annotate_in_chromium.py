@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.webapp.annotation.conftest import add_critique, fields
-from webapp.annotation.models import Annotation, Revision
+from webapp.annotation.models import Annotation, Draft, Revision
 from webapp.annotation.services import queues, revisions
 from webapp.annotation.services.queues import QueueSpec
 from webapp.annotation.services.revisions import Target
@@ -49,6 +49,8 @@ def test_it_corrects_a_critique_with_the_keyboard_only(page_as, personas, step):
     assert page.evaluate("document.activeElement.name") == "predicted_future"
     page.keyboard.press("End")
     page.keyboard.type(" but the fare class forbids it")
+    page.wait_for_function("document.getElementById('draft-status').textContent.startsWith('Draft kept')")
+    assert Draft.objects.get(user=personas["annotator"]).fields["predicted_future"].endswith("forbids it")
     page.keyboard.press("Escape")
     page.keyboard.press("3")
     assert page.input_value("#verdict") == "harmful"
@@ -63,7 +65,7 @@ def test_it_corrects_a_critique_with_the_keyboard_only(page_as, personas, step):
     page.reload()
     assert page.input_value("textarea[name=predicted_future]").endswith("fare class forbids it")
     assert page.input_value("#verdict") == "harmful"
-    assert queue.items.get().n_done == 1
+    assert queue.items.get().n_done == 1 and not Draft.objects.exists()  # saving retires the draft
 
 
 def test_it_shows_two_browsers_the_conflict_and_merges_both_texts(page_as, personas, step):

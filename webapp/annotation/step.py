@@ -111,9 +111,10 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
         "after": conversation[at + 1:] if at is not None else [],
         "critiques": critiques,
         "bare_annotations": bare,
-        "targets": list(trajectory.targets.filter(step_index=step_index).select_related("job").order_by("-id")[:50]),
+        "targets": list(trajectory.targets.filter(step_index=step_index).select_related("job", "checkpoint")
+                        .order_by("-id")[:50]),
         "refinements": [(r, refined_action_view(r.record)) for r in trajectory.refinements.filter(
-            step_index=step_index).select_related("job").order_by("-id")[:50]],
+            step_index=step_index).select_related("job", "checkpoint").order_by("-id")[:50]],
         "strip": verdict_strip(trajectory, step_index),
         "notes": list(trajectory.notes.filter(deleted_at=None).filter(
             Q(step_index=None) | Q(step_index=step_index)).order_by("id")[:100]),

@@ -16,6 +16,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from webapp.accounts.access import require
@@ -28,6 +29,15 @@ from webapp.jobs.models import StepCritique
 from webapp.trajectories import access as trajectory_access
 
 PENDING = "nlac_pending_drafts"
+
+
+def _back(request, default: str) -> str:
+    """The page to return to, if it is one of ours (never an outside address)."""
+    back = request.POST.get("back") or ""
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
+                                                require_https=request.is_secure()):
+        return back
+    return reverse(default)
 
 
 def _step_url(trajectory_id: int, step_index: int, **params) -> str:
@@ -233,7 +243,7 @@ def undo_last(request):
     annotation = revisions.do_undo_last(request.user)
     if annotation is None:
         flash.info(request, "Nothing of yours to undo.")
-        return redirect(request.POST.get("back") or "queue_list")
+        return redirect(_back(request, "queue_list"))
     flash.success(request, "Your last save was undone (it stays in the history).")
     return redirect(_step_url(annotation.trajectory_id, annotation.step_index, annotation=annotation.pk
                               if annotation.deleted_at is None else None,
@@ -347,7 +357,7 @@ def review_annotation(request, pk: int):
         flash.error(request, f"Not reviewed: {error}")
     else:
         flash.success(request, f"Annotation {annotation.pk} {'accepted' if d['decision'] == 'accept' else 'returned'}.")
-    return redirect(request.POST.get("back") or "review_list")
+    return redirect(_back(request, "review_list"))
 
 
 @require_http_methods(["GET", "POST"])

@@ -118,3 +118,11 @@ def test_it_records_every_action_in_the_audit_log(client_for, personas, submitte
                        ("annotation.delete", "reviewer"), ("annotation.restore", "admin")]
     page = client_for("admin").get("/audit/").content.decode()
     assert "review.accept" in page and "annotation.restore" in page
+
+
+def test_it_never_redirects_to_an_outside_address(client_for, personas, submitted):
+    response = client_for("reviewer").post(f"/annotations/{submitted.annotation_id}/review/", {
+        "revision": submitted.pk, "decision": "accept", "back": "https://evil.example/"})
+    assert response.status_code == 302 and response["Location"] == "/review/"
+    response = client_for("annotator").post("/annotate/undo/", {"back": "//evil.example/"})
+    assert not response["Location"].startswith("//evil")

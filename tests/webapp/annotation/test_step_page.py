@@ -139,3 +139,20 @@ def test_it_shows_the_history_with_diffs_and_restores(client_for, personas, traj
                            {"base_revision": Annotation.objects.get().head_id}, follow=True)
     assert "Restored revision" in response.content.decode()
     assert Annotation.objects.get().head.reasoning == "alpha beta gamma" and Revision.objects.count() == 3
+
+
+def test_it_shows_bellman_targets_and_refined_actions_rendered_like_actions(client_for, trajectory, critiques):
+    from webapp.jobs.models import Checkpoint, Job, StepRefinement, StepTarget
+    checkpoint = Checkpoint.objects.create(name="critic-7", path="/m/critic-7")
+    job = Job.objects.create(kind="refine", status=Job.SUCCEEDED, config={})
+    StepTarget.objects.create(trajectory=trajectory, step_index=1, job=job, checkpoint=checkpoint, terminal=False,
+                              success_prob=0.3, prompt_id="bellman@1111",
+                              record={"text": "the user is refused and leaves", "next_action_source": "data"})
+    action = 'I will look it up.\nTOOL_CALL: {"name": "get_reservation_details", "arguments": {"id": "<b>X1</b>"}}'
+    StepRefinement.objects.create(trajectory=trajectory, step_index=1, job=job, critique=critiques[1], valid=True,
+                                  changed=True, checkpoint=checkpoint, prompt_id="refine@2222",
+                                  record={"refined_action": action, "provenance": {"sampling": {"top_p": 0.9}}})
+    page = client_for("annotator").get(url(trajectory, 1)).content.decode()
+    assert "the user is refused and leaves" in page and "bellman@1111" in page and "critic-7" in page
+    assert "<code>get_reservation_details</code>" in page and "&quot;id&quot;: &quot;&lt;b&gt;X1&lt;/b&gt;&quot;" in page
+    assert "I will look it up." in page and "refine@2222" in page and "top_p" in page
