@@ -49,6 +49,8 @@ def _step_url(trajectory_id: int, step_index: int, **params) -> str:
 def _queue_item(request, trajectory_id: int, step_index: int, value) -> QueueItem | None:
     if not value:
         return None
+    if not str(value).isdigit():
+        raise Http404("no such queue item")
     item = QueueItem.objects.select_related("queue").filter(pk=value, trajectory_id=trajectory_id,
                                                             step_index=step_index).first()
     if item is None:

@@ -157,3 +157,13 @@ def test_it_shows_bellman_targets_and_refined_actions_rendered_like_actions(clie
     assert "<code>get_reservation_details</code>" in page
     assert "&quot;id&quot;: &quot;&lt;b&gt;X1&lt;/b&gt;&quot;" in page
     assert "I will look it up." in page and "refine@2222" in page and "top_p" in page
+
+
+def test_it_answers_malformed_ids_with_404_not_500(client_for, trajectory, critiques):
+    client = client_for("researcher")
+    assert client.get(url(trajectory, 1) + "?queue_item=abc").status_code == 404
+    assert client.get(url(trajectory, 1) + "?queue_item=99999").status_code == 404
+    assert client.get(url(trajectory, 999)).status_code == 404
+    assert client.get(url(trajectory, 1) + "?critique=abc&annotation=x").status_code == 200
+    assert client.post(url(trajectory, 1, "save/"), {**fields(), "critique": "abc"}).status_code == 400
+    assert client.post(url(trajectory, 1, "save/"), {**fields(), "critique": 99999}).status_code == 404
