@@ -73,7 +73,7 @@ def read_notes(path: str | Path, data: bytes | None = None) -> list[NoteRow]:
             if len(note) > MAX_NOTE_CHARS:
                 raise FormatError(path, f"line {line}", f"longer than {MAX_NOTE_CHARS} characters", field=text_column)
             step = (record.get("step") or "").strip()
-            if step and not step.isdigit():
+            if step and not (step.isascii() and step.isdecimal()):
                 raise FormatError(path, f"line {line}", f"not a step number: {step[:40]!r}", field="step")
             rows.append(NoteRow(line, key_column, key, note, int(step) if step else None,
                                 (record.get("author") or "").strip()[:200]))

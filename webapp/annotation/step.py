@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Prefetch, Q
 
 from nlac_core.actions import parse_tool_action
+from webapp.annotation.access import annotates_anywhere
 from webapp.annotation.diff import field_diffs
 from webapp.annotation.models import FIELDS, TEXT_FIELDS, Annotation, Revision
 from webapp.annotation.services.drafts import draft_for
@@ -55,14 +56,17 @@ def editor_values(fields: dict) -> dict[str, Any]:
     return values
 
 
-def verdict_strip(trajectory: Trajectory, current: int) -> list[StripCell]:
+def verdict_strip(trajectory: Trajectory, current: int, only_author=None) -> list[StripCell]:
     model: dict[int, str] = {}
     for step, verdict in trajectory.critiques.order_by("step_index", "id").values_list("step_index", "verdict"):
         model[step] = verdict or model.get(step, "")
     human: dict[int, str] = {}
     heads = (Revision.objects.filter(annotation__trajectory=trajectory, annotation__deleted_at=None,
                                      annotation__head_id__isnull=False)
-             .filter(pk__in=Annotation.objects.filter(trajectory=trajectory).values("head_id"))
+             .filter(pk__in=Annotation.objects.filter(trajectory=trajectory).values("head_id")))
+    if only_author is not None:
+        heads = heads.filter(annotation__author=only_author)
+    heads = (heads
              .order_by("id").values_list("annotation__step_index", "verdict"))
     for step, verdict in heads:
         if verdict:
@@ -78,7 +82,12 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
     conversation = base["conversation"]
     at = next((i for i, v in enumerate(conversation) if v.message.step_index == step_index), None)
     step_view = conversation[at] if at is not None else None
+    # Annotators judge blind: on overlapped items they see only their own corrections (what agreement
+    # measures); reviewers and researchers see everyone's.
+    sees_all = annotates_anywhere(user)
     annotations = Annotation.objects.select_related("author", "head", "accepted_revision").order_by("id")
+    if not sees_all:
+        annotations = annotations.filter(author=user)
     critiques = [CritiqueView(c) for c in trajectory.critiques.filter(step_index=step_index)
                  .select_related("checkpoint", "job").prefetch_related(Prefetch("annotations", queryset=annotations))
                  .order_by("-id")[:50]]
@@ -115,7 +124,7 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
                         .order_by("-id")[:50]),
         "refinements": [(r, refined_action_view(r.record)) for r in trajectory.refinements.filter(
             step_index=step_index).select_related("job", "checkpoint").order_by("-id")[:50]],
-        "strip": verdict_strip(trajectory, step_index),
+        "strip": verdict_strip(trajectory, step_index, None if sees_all else user),
         "notes": list(trajectory.notes.filter(deleted_at=None).filter(
             Q(step_index=None) | Q(step_index=step_index)).order_by("id")[:100]),
         "chosen": chosen,

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 from django.contrib import messages as flash
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -29,6 +30,12 @@ from webapp.jobs.models import StepCritique
 from webapp.trajectories import access as trajectory_access
 
 PENDING = "nlac_pending_drafts"
+
+
+def _id(value) -> int | None:
+    """A database id from a query or form value, or None (never an exception: "²".isdigit() is True)."""
+    text = str(value or "")
+    return int(text) if text.isascii() and text.isdecimal() and len(text) < 18 else None
 
 
 def _back(request, default: str) -> str:
@@ -49,9 +56,9 @@ def _step_url(trajectory_id: int, step_index: int, **params) -> str:
 def _queue_item(request, trajectory_id: int, step_index: int, value) -> QueueItem | None:
     if not value:
         return None
-    if not str(value).isdigit():
+    if _id(value) is None:
         raise Http404("no such queue item")
-    item = QueueItem.objects.select_related("queue").filter(pk=value, trajectory_id=trajectory_id,
+    item = QueueItem.objects.select_related("queue").filter(pk=_id(value), trajectory_id=trajectory_id,
                                                             step_index=step_index).first()
     if item is None:
         raise Http404("no such queue item for this step")
@@ -78,14 +85,18 @@ def _adopt_pending(request, trajectory, step_index: int) -> bool:
     if entry is None:
         return False
     request.session[PENDING] = pending
-    target, annotation = _target(request, trajectory, step_index, entry.get("critique"), entry.get("annotation"))
-    author = annotation.author if annotation else request.user
-    if annotation is not None and not access.can_edit_annotation(request.user, annotation):
-        return False
-    if not access.can_annotate_step(request.user, trajectory.pk, step_index):
-        return False
-    drafts.do_keep_draft(request.user, revisions.draft_key(target, author), trajectory.pk, step_index,
-                         entry.get("fields") or {}, entry.get("base_revision"))
+    try:
+        target, annotation = _target(request, trajectory, step_index, _id(entry.get("critique")),
+                                     _id(entry.get("annotation")))
+        if annotation is not None and not access.can_edit_annotation(request.user, annotation):
+            return False
+        if not access.can_annotate_step(request.user, trajectory.pk, step_index):
+            return False
+        author = annotation.author if annotation else request.user
+        drafts.do_keep_draft(request.user, revisions.draft_key(target, author), trajectory.pk, step_index,
+                             entry.get("fields") or {}, _id(entry.get("base_revision")))
+    except (Http404, PermissionDenied, ValueError):
+        return False  # not theirs to edit, or gone: the stash is dropped rather than breaking the page
     return True
 
 
@@ -110,23 +121,20 @@ def annotate_step(request, pk: int, step_index: int):
     restored = _adopt_pending(request, trajectory, step_index)
     if restored:
         flash.info(request, "The text you typed while logged out was kept as your draft: check it and save.")
-    annotation = access.get_annotation(request.user, int(request.GET["annotation"])) \
-        if request.GET.get("annotation", "").isdigit() else None
-    critique_id = int(request.GET["critique"]) if request.GET.get("critique", "").isdigit() else None
+    annotation_id = _id(request.GET.get("annotation"))
+    annotation = access.get_annotation(request.user, annotation_id) if annotation_id else None
+    critique_id = _id(request.GET.get("critique"))
     return _render_step(request, trajectory, step_index, critique_id=critique_id, annotation=annotation,
                         queue_item=item)
 
 
 def _stash_and_login(request, pk: int, step_index: int):
     pending = request.session.get(PENDING) or {}
-    pending[f"{pk}:{step_index}"] = {
-        "fields": raw_fields(request.POST), "critique": request.POST.get("critique") or None,
-        "annotation": request.POST.get("annotation") or None,
-        "base_revision": int(request.POST["base_revision"]) if request.POST.get("base_revision", "").isdigit()
-        else None}
+    ids = {name: _id(request.POST.get(name)) for name in ("critique", "annotation", "base_revision", "queue_item")}
+    pending[f"{pk}:{step_index}"] = {"fields": raw_fields(request.POST), **ids}
     request.session[PENDING] = pending
-    url = _step_url(pk, step_index, critique=request.POST.get("critique"),
-                    queue_item=request.POST.get("queue_item"))
+    url = _step_url(pk, step_index, critique=ids["critique"], annotation=ids["annotation"],
+                    queue_item=ids["queue_item"])
     if request.htmx:
         response = HttpResponse(status=401)
         response["HX-Redirect"] = f"{reverse('login')}?{urlencode({'next': url})}"
@@ -164,7 +172,10 @@ def save_revision(request, pk: int, step_index: int):
                             annotation=conflict.annotation, queue_item=item,
                             extra=_conflict_context(conflict, form.revision_fields()))
     except RevisionRefused as refused:
-        return HttpResponse(f"Not saved: {refused}", status=400, content_type="text/plain")
+        form.add_error(None, f"Not saved: {refused}")
+        return _render_step(request, trajectory, step_index, status=400, partial=partial, annotation=annotation,
+                            critique_id=target.critique.pk if target.critique else None, queue_item=item,
+                            extra={"form": form, "start": step.editor_values(form.revision_fields())})
     if request.POST.get("then") == "next" and item is not None:
         if request.htmx:
             response = HttpResponse(status=204)
@@ -195,15 +206,14 @@ def keep_draft(request, pk: int, step_index: int):
         return _stash_and_login(request, pk, step_index)
     trajectory = trajectory_access.get_trajectory(request.user, pk)
     require(access.can_annotate_step(request.user, pk, step_index))
-    critique = request.POST.get("critique") if str(request.POST.get("critique", "")).isdigit() else None
-    annotation = request.POST.get("annotation") if str(request.POST.get("annotation", "")).isdigit() else None
-    target, found = _target(request, trajectory, step_index, critique, annotation)
+    target, found = _target(request, trajectory, step_index, _id(request.POST.get("critique")),
+                            _id(request.POST.get("annotation")))
     if found is not None:
         require(access.can_edit_annotation(request.user, found))
     base = request.POST.get("base_revision", "")
     try:
         draft = drafts.do_keep_draft(request.user, revisions.draft_key(target, found.author if found else request.user),
-                                     pk, step_index, raw_fields(request.POST), int(base) if base.isdigit() else None)
+                                     pk, step_index, raw_fields(request.POST), _id(base))
     except ValueError as error:
         return HttpResponse(str(error), status=400, content_type="text/plain")
     return HttpResponse(f"Draft kept {draft.updated_at:%H:%M:%S}", content_type="text/plain")
@@ -231,7 +241,7 @@ def restore_revision(request, pk: int):
     require(access.can_edit_annotation(request.user, annotation))
     base = request.POST.get("base_revision", "")
     try:
-        revisions.check_restore(request.user, revision, int(base) if base.isdigit() else None)
+        revisions.check_restore(request.user, revision, _id(base))
     except Conflict:
         flash.error(request, "Not restored: the annotation was saved again meanwhile. Here is its current history.")
         return redirect("annotation_history", annotation.pk)
@@ -242,7 +252,11 @@ def restore_revision(request, pk: int):
 @require_POST
 def undo_last(request):
     require(access.annotates_anywhere(request.user) or access.queues_for(request.user).exists())
-    annotation = revisions.do_undo_last(request.user)
+    try:
+        annotation = revisions.do_undo_last(request.user)
+    except Conflict:
+        flash.error(request, "Not undone: your last save was built on by someone meanwhile. See its history.")
+        return redirect(_back(request, "queue_list"))
     if annotation is None:
         flash.info(request, "Nothing of yours to undo.")
         return redirect(_back(request, "queue_list"))
@@ -392,8 +406,8 @@ def audit_log(request):
         events = events.filter(actor__username=request.GET["actor"])
     if request.GET.get("action"):
         events = events.filter(action=request.GET["action"])
-    if request.GET.get("before", "").isdigit():
-        events = events.filter(pk__lt=int(request.GET["before"]))
+    if _id(request.GET.get("before")):
+        events = events.filter(pk__lt=_id(request.GET.get("before")))
     rows = list(events[:101])
     return render(request, "annotation/audit.html", {"events": rows[:100],
                                                      "older": rows[99].pk if len(rows) > 100 else None})

@@ -89,8 +89,12 @@ def do_finish_assignment(item: QueueItem, annotator, annotation: Annotation, sta
     """Mark the annotator's assignment done (or skipped) after a save. A skip gives the slot back for
     someone else. If the lease had expired, the save still stands but counts only if a slot is free.
     Returns whether the save counts for the queue."""
-    assignment = Assignment.objects.filter(item=item, annotator=annotator).first()
+    # Locked (PostgreSQL) so that a concurrent expiry cannot hand the slot away between this read
+    # and the write below; on SQLite the IMMEDIATE transaction already serialises writers.
+    assignment = Assignment.objects.select_for_update().filter(item=item, annotator=annotator).first()
     if assignment is None:
+        if not item.queue.assignees.filter(pk=annotator.pk).exists():
+            return False  # a reviewer or researcher saving from a queue link: not the queue's work
         if not _take_slot(item.pk, item.queue.overlap):
             return False
         try:
@@ -122,6 +126,15 @@ def do_reopen_assignment(item: QueueItem, annotator) -> None:
     if Assignment.objects.filter(item=item, annotator=annotator, status=Assignment.DONE).update(
             status=Assignment.LEASED, lease_expires_at=_lease_end(item.queue), finished_at=None) == 1:
         QueueItem.objects.filter(pk=item.pk, n_done__gt=0).update(n_done=F("n_done") - 1)
+
+
+@transaction.atomic
+def do_accept_assignments(annotation: Annotation) -> None:
+    """An accepted annotation that had been returned counts as done again."""
+    for assignment in Assignment.objects.filter(annotation=annotation, status=Assignment.RETURNED):
+        if Assignment.objects.filter(pk=assignment.pk, status=Assignment.RETURNED).update(
+                status=Assignment.DONE, finished_at=timezone.now(), lease_expires_at=None) == 1:
+            QueueItem.objects.filter(pk=assignment.item_id).update(n_done=F("n_done") + 1)
 
 
 @transaction.atomic

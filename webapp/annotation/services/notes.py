@@ -46,7 +46,7 @@ def check_import_notes(actor, project: Project, file_name: str, data: bytes) -> 
     if rows[0].key_column == "simulation_id":
         found = dict(trajectories.filter(external_id__in=ids).values_list("external_id", "pk"))
     else:
-        numeric = [int(k) for k in ids if k.isdigit()]
+        numeric = [int(k) for k in ids if k.isascii() and k.isdecimal() and len(k) < 18]
         found = {str(pk): pk for pk in trajectories.filter(pk__in=numeric).values_list("pk", flat=True)}
     steps = set(Message.objects.filter(trajectory_id__in=found.values(), step_index__isnull=False)
                 .values_list("trajectory_id", "step_index"))

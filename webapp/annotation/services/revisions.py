@@ -139,14 +139,14 @@ def check_restore(actor, revision: Revision, base_revision_id: int | None) -> Re
 def do_undo_last(actor) -> Annotation | None:
     """Undo the actor's latest save that is still current: revert to its parent (a new revision), or
     withdraw the annotation (soft-deleted, restorable) when it was the first. Returns the annotation."""
-    revision = (Revision.objects.filter(author=actor, annotation__head_id=F("pk"))
+    revision = (Revision.objects.filter(author=actor, annotation__head_id=F("pk"), annotation__deleted_at=None)
                 .select_related("annotation", "parent").order_by("-id").first())
     if revision is None:
         return None
     annotation = revision.annotation
     if revision.parent is not None:
         do_save_revision(actor, Target.of(annotation), revision.parent.fields(), revision.pk, annotation=annotation,
-                         restored_from=revision.parent, action="revision.undo")
+                         restored_from=revision.parent, action="revision.undo", queue_item=revision.queue_item)
         return annotation
     do_delete(actor, annotation, action="revision.undo")
     if revision.queue_item_id:
