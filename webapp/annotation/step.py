@@ -56,7 +56,7 @@ def editor_values(fields: dict) -> dict[str, Any]:
     return values
 
 
-def verdict_strip(trajectory: Trajectory, current: int, only_author=None) -> list[StripCell]:
+def verdict_strip(trajectory: Trajectory, current: int, steps: list[int], only_author=None) -> list[StripCell]:
     model: dict[int, str] = {}
     for step, verdict in trajectory.critiques.order_by("step_index", "id").values_list("step_index", "verdict"):
         model[step] = verdict or model.get(step, "")
@@ -71,8 +71,6 @@ def verdict_strip(trajectory: Trajectory, current: int, only_author=None) -> lis
     for step, verdict in heads:
         if verdict:
             human[step] = verdict
-    steps = trajectory.messages.filter(step_index__isnull=False).order_by("step_index").values_list(
-        "step_index", flat=True)
     return [StripCell(s, model.get(s, ""), human.get(s, ""), s == current) for s in steps]
 
 
@@ -124,7 +122,7 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
                         .order_by("-id")[:50]),
         "refinements": [(r, refined_action_view(r.record)) for r in trajectory.refinements.filter(
             step_index=step_index).select_related("job", "checkpoint").order_by("-id")[:50]],
-        "strip": verdict_strip(trajectory, step_index, None if sees_all else user),
+        "strip": verdict_strip(trajectory, step_index, _step_indices(base), None if sees_all else user),
         "notes": list(trajectory.notes.filter(deleted_at=None).filter(
             Q(step_index=None) | Q(step_index=step_index)).order_by("id")[:100]),
         "chosen": chosen,
@@ -147,8 +145,13 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
     }
 
 
+def _step_indices(base) -> list[int]:
+    """The trajectory's step numbers, from the messages the detail context already read."""
+    return sorted(v.message.step_index for v in base["steps"])
+
+
 def _neighbour(base, step_index: int, direction: int) -> int | None:
-    indices = sorted(v.message.step_index for v in base["steps"])
+    indices = _step_indices(base)
     before = [i for i in indices if i < step_index]
     after = [i for i in indices if i > step_index]
     if direction < 0:
