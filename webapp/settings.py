@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "webapp.trajectories",
     "webapp.jobs",
     "webapp.annotation",
+    "webapp.datasets",
 ]
 
 MIDDLEWARE = [

@@ -6,6 +6,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("webapp.datasets.urls")),
     path("", include("webapp.jobs.urls")),
     path("", include("webapp.annotation.urls")),
     path("", include("webapp.trajectories.urls")),

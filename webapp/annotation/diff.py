@@ -6,6 +6,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from nlac_core.metrics import text_similarity
+
 TOKEN = re.compile(r"\s+|[^\s]+")
 
 
@@ -34,11 +36,8 @@ def word_diff(old: str, new: str) -> list[Segment]:
 
 
 def similarity(a: str, b: str) -> float:
-    """Share of words in common, order-aware (difflib ratio over words): 1.0 identical, 0.0 disjoint."""
-    wa, wb = (text.split() for text in (a or "", b or ""))
-    if not wa and not wb:
-        return 1.0
-    return difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).ratio()
+    """Share of words in common, order-aware: 1.0 identical, 0.0 disjoint (``nlac_core.metrics``)."""
+    return text_similarity(a, b)
 
 
 def field_diffs(old: dict, new: dict, names) -> list[tuple[str, list[Segment], bool]]:

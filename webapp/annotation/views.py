@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from webapp.accounts.access import require
+from webapp.accounts.access import is_researcher, require
 from webapp.annotation import access, agreement, step
 from webapp.annotation.forms import NotesUploadForm, QueueForm, ReviewForm, RevisionForm, raw_fields
 from webapp.annotation.models import Annotation, Assignment, AuditEvent, QueueItem, Revision
@@ -229,9 +229,13 @@ def history(request, pk: int):
         parent = revision.parent.fields() if revision.parent else original
         rows.append({"revision": revision, "vs_parent": field_diffs(parent, revision.fields(), step.DIFF_FIELDS),
                      "vs_model": field_diffs(original, revision.fields(), step.DIFF_FIELDS)})
+    uses = None
+    if is_researcher(request.user):  # the lineage: the snapshots these edits are frozen in, what they trained
+        from webapp.datasets.services.lineage import revision_uses
+        uses = revision_uses([row["revision"].pk for row in rows])
     return render(request, "annotation/history.html", {
         "annotation": annotation, "rows": rows, "can_edit": access.can_edit_annotation(request.user, annotation),
-        "reviews": annotation.reviews.select_related("reviewer", "revision")})
+        "reviews": annotation.reviews.select_related("reviewer", "revision"), "uses": uses})
 
 
 @require_POST

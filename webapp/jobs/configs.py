@@ -209,6 +209,7 @@ class TrainCriticJob(JobConfig):
     KIND: ClassVar[str] = "train-critic"
     checkpoint: int | None = None
     source: str = "targets"
+    snapshot: int | None = None  # train on this dataset snapshot's train split instead (the selection is unused)
     name: str = ""
     max_steps: int | None = 50
     epochs: float = 1.0
@@ -227,6 +228,8 @@ class TrainCriticJob(JobConfig):
     def validate_training(self) -> None:
         if self.checkpoint is not None:
             _int("checkpoint", self.checkpoint, 1, 2**62)
+        if self.snapshot is not None:
+            _int("snapshot", self.snapshot, 1, 2**62)
         if len(self.name) > 150:
             raise ConfigError("name", "at most 150 characters")
         if self.max_steps is not None:
@@ -384,9 +387,66 @@ class ExportJob(JobConfig):
     USES_MODEL: ClassVar[bool] = False
 
 
+@dataclass(frozen=True)
+class BuildSnapshotJob(JobConfig):
+    """A dataset snapshot's records, written (cpu queue, no model); the snapshot was created with its version."""
+
+    KIND: ClassVar[str] = "build-snapshot"
+    QUEUE: ClassVar[str] = "cpu"
+    USES_MODEL: ClassVar[bool] = False
+    NEEDS_SELECTION: ClassVar[bool] = False
+    snapshot: int = 0
+
+    def validate(self) -> None:
+        _int("snapshot", self.snapshot, 1, 2**62)
+
+
+@dataclass(frozen=True)
+class ExportSnapshotJob(JobConfig):
+    """A snapshot written in one format under the exports folder, for download (cpu queue, no model)."""
+
+    KIND: ClassVar[str] = "export-snapshot"
+    QUEUE: ClassVar[str] = "cpu"
+    USES_MODEL: ClassVar[bool] = False
+    NEEDS_SELECTION: ClassVar[bool] = False
+    export: int = 0
+
+    def validate(self) -> None:
+        _int("export", self.export, 1, 2**62)
+
+
+@dataclass(frozen=True)
+class EvaluateCriticJob(ModelChoice):
+    """A critic checkpoint against held-out human verdicts: it critiques every step of a snapshot split that a
+    human judged, and is scored on verdict accuracy (with the confusion matrix), the calibration of its predicted
+    outcome against the episodes' real outcomes, and the similarity of its critique to the human's text."""
+
+    KIND: ClassVar[str] = "evaluate-critic"
+    NEEDS_SELECTION: ClassVar[bool] = False
+    snapshot: int = 0
+    split: str = "test"
+    max_steps: int = 200
+    mode: str = "sectioned"
+    chunk_size: int = 8
+    max_state_chars: int = 2000
+    calibrate_verdicts: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        _int("snapshot", self.snapshot, 1, 2**62)
+        _choice("split", self.split, ("train", "validation", "test"))
+        _int("max_steps", self.max_steps, 1, MAX_ITEMS)
+        _choice("mode", self.mode, CRITIQUE_MODES)
+        _int("chunk_size", self.chunk_size, 1, 256)
+        _int("max_state_chars", self.max_state_chars, 200, 100_000)
+        if not isinstance(self.calibrate_verdicts, bool):
+            raise ConfigError("calibrate_verdicts", "expected true or false")
+
+
 KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RefineJob, RolloutJob,
                                                           EvaluateJob, TrainCriticJob, DistillPolicyJob,
-                                                          NlacIterationJob, ImportJob, ExportJob)}
+                                                          NlacIterationJob, ImportJob, ExportJob, BuildSnapshotJob,
+                                                          ExportSnapshotJob, EvaluateCriticJob)}
 
 
 def config_class(kind: str) -> type[JobConfig]:

@@ -72,8 +72,8 @@ def _critiques(spec: QueueSpec):
     return query.order_by("-id")
 
 
-def matching_steps(project: Project, spec: QueueSpec) -> list[tuple[int, int, int | None]]:
-    """(trajectory id, step index, critique id to show) of every matching step, in trajectory order."""
+def _filtered_steps(project: Project, spec: QueueSpec):
+    """The project's agent steps (Message rows) that satisfy the spec, before sampling."""
     steps = Message.objects.filter(trajectory__project=project, step_index__isnull=False)
     if spec.outcome == "failed":
         steps = steps.filter(trajectory__success=False)
@@ -85,16 +85,31 @@ def matching_steps(project: Project, spec: QueueSpec) -> list[tuple[int, int, in
         steps = steps.filter(trajectory__reward__lte=spec.max_reward)
     if spec.source_model:
         steps = steps.filter(trajectory__source_model=spec.source_model)
-    critiques = _critiques(spec)
     any_critique = StepCritique.objects.filter(trajectory=OuterRef("trajectory"), step_index=OuterRef("step_index"))
     if spec.no_critique:
         steps = steps.filter(~Exists(any_critique))
+    elif spec.verdict or spec.parse_failures or spec.disagreement != "any":
+        steps = steps.filter(Exists(_critiques(spec)))
+    return steps
+
+
+def step_pairs(project: Project, spec: QueueSpec) -> list[tuple[int, int]]:
+    """(trajectory id, step index) of every matching step, in trajectory order, sampled; no cap (datasets)."""
+    found = list(_filtered_steps(project, spec).order_by("trajectory_id", "step_index")
+                 .values_list("trajectory_id", "step_index"))
+    if spec.sample is not None and spec.sample < len(found):
+        found = sorted(random.Random(spec.seed).sample(found, spec.sample))
+    return found
+
+
+def matching_steps(project: Project, spec: QueueSpec) -> list[tuple[int, int, int | None]]:
+    """(trajectory id, step index, critique id to show) of every matching step, in trajectory order."""
+    steps = _filtered_steps(project, spec)
+    if spec.no_critique:
         rows = steps.values_list("trajectory_id", "step_index")
         found = [(t, s, None) for t, s in rows.order_by("trajectory_id", "step_index")[:MAX_ITEMS * 5]]
     else:
-        if spec.verdict or spec.parse_failures or spec.disagreement != "any":
-            steps = steps.filter(Exists(critiques))
-        steps = steps.annotate(critique_id=Subquery(critiques.values("pk")[:1]))
+        steps = steps.annotate(critique_id=Subquery(_critiques(spec).values("pk")[:1]))
         found = list(steps.order_by("trajectory_id", "step_index")
                      .values_list("trajectory_id", "step_index", "critique_id")[:MAX_ITEMS * 5])
     if spec.sample is not None and spec.sample < len(found):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from webapp.jobs.runners.backup import run_backup
 from webapp.jobs.runners.critique import run_critique
+from webapp.jobs.runners.datasets import run_build_snapshot, run_export_snapshot
+from webapp.jobs.runners.evaluate_critic import run_evaluate_critic
 from webapp.jobs.runners.export import run_export
 from webapp.jobs.runners.imports import run_import
 from webapp.jobs.runners.nlac import run_nlac_iteration
@@ -13,4 +15,6 @@ from webapp.jobs.runners.train import run_train_critic
 
 RUNNERS = {"critique": run_critique, "backup": run_backup, "refine": run_refine, "rollout": run_rollout,
            "evaluate": run_rollout, "train-critic": run_train_critic, "distill-policy": run_train_critic,
-           "nlac-iteration": run_nlac_iteration, "import": run_import, "export": run_export}
+           "nlac-iteration": run_nlac_iteration, "import": run_import, "export": run_export,
+           "build-snapshot": run_build_snapshot, "export-snapshot": run_export_snapshot,
+           "evaluate-critic": run_evaluate_critic}

@@ -30,6 +30,8 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     from webapp.trajectories.models import Trajectory
     from webapp.trajectories.services.exports import iter_records
 
+    if config.snapshot is not None:
+        return _snapshot_records(ctx, config)
     ids = ctx.selection.trajectory_ids
     if config.source == "refinements":
         return _distillation_records(ids, config)
@@ -57,6 +59,20 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     if config.source == "targets":
         return sft_data.successor_records(records, index, config.max_state_chars)
     return sft_data.critique_records(records, index, max_state_chars=config.max_state_chars)
+
+
+def _snapshot_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, Any]]:
+    """The train split of the pinned snapshot, as frozen when it was built (its provenance kept)."""
+    from webapp.datasets.models import Snapshot
+    from webapp.datasets.services.build import snapshot_records
+
+    snapshot = Snapshot.objects.select_related("dataset").get(pk=config.snapshot)
+    records = list(snapshot_records(snapshot, "train"))
+    if not records:
+        raise ValueError(f"{snapshot.label} has no records in its train split")
+    ctx.log(f"training on the train split of {snapshot.label}: {len(records)} of its {snapshot.n_records} records "
+            f"(sha256 {snapshot.content_hash[:12]})")
+    return records
 
 
 def _distillation_records(ids, config: DistillPolicyJob) -> list[dict[str, Any]]:

@@ -55,7 +55,10 @@ def check_create_job(user, kind: str, config_data: dict[str, Any], selection_dat
     """Validate a kind, its config and its selection (ConfigError names the bad field), then create."""
     cls = config_class(kind)
     config = cls.parse(config_data)
-    selection = Selection.parse(selection_data or {}, required=cls.NEEDS_SELECTION)
+    pinned = getattr(config, "snapshot", None)  # a training job on a dataset snapshot needs no selection
+    selection = Selection.parse(selection_data or {}, required=cls.NEEDS_SELECTION and not pinned)
+    if pinned is not None:
+        _check_snapshot(config)
     checkpoint = None
     if getattr(config, "checkpoint", None) is not None:
         checkpoint = Checkpoint.objects.filter(pk=config.checkpoint).first()
@@ -65,6 +68,24 @@ def check_create_job(user, kind: str, config_data: dict[str, Any], selection_dat
     if target is not None and not Checkpoint.objects.filter(pk=target).exists():
         raise ConfigError("target_checkpoint", f"no checkpoint with id {target}")
     return do_create_job(user, config, selection, checkpoint=checkpoint, parent=parent)
+
+
+def _check_snapshot(config: JobConfig) -> None:
+    """A pinned snapshot must exist, be built, and be of a kind the job can use."""
+    from webapp.datasets.models import Snapshot
+
+    snapshot = Snapshot.objects.select_related("dataset").filter(pk=config.snapshot).first()
+    if config.KIND in ("build-snapshot",):
+        if snapshot is None:
+            raise ConfigError("snapshot", f"no snapshot with id {config.snapshot}")
+        return
+    if snapshot is None or snapshot.status != Snapshot.READY:
+        raise ConfigError("snapshot", f"no built snapshot with id {config.snapshot}")
+    wanted = {"train-critic": ("critic_targets", "successor_targets", "runtime_critic"),
+              "distill-policy": ("distillation",), "evaluate-critic": ("critic_targets",)}.get(config.KIND, ())
+    if wanted and snapshot.dataset.kind not in wanted:
+        raise ConfigError("snapshot", f"a {config.KIND} job takes a {' or '.join(w.replace('_', ' ') for w in wanted)}"
+                                      f" snapshot; {snapshot.label} holds {snapshot.dataset.get_kind_display()}")
 
 
 def do_create_job(user, config: JobConfig, selection: Selection, checkpoint: Checkpoint | None = None,

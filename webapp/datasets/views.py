@@ -1,0 +1,198 @@
+"""Dataset, snapshot, export and lineage pages (researchers). Thin: validate, fetch through access, call a service."""
+
+from __future__ import annotations
+
+from django.contrib import messages as flash
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from webapp.datasets import access, compare
+from webapp.datasets.forms import BuildForm, DatasetForm, EvaluateForm, ExportForm, TrainForm
+from webapp.datasets.models import Dataset, Export, Snapshot
+from webapp.datasets.services import datasets as service
+from webapp.datasets.services import lineage
+from webapp.datasets.services.exports import ExportError, formats_for
+from webapp.datasets.services.specs import SpecError
+from webapp.jobs import access as job_access
+from webapp.jobs.configs import ConfigError
+from webapp.jobs.models import Checkpoint
+from webapp.jobs.services import lifecycle
+
+RECORDS_PAGE = 25
+SPLITS = ("train", "validation", "test")
+
+
+def dataset_list(request):
+    access.require_curate(request.user)
+    datasets = Dataset.objects.select_related("project").order_by("name")
+    latest = {}
+    for s in Snapshot.objects.order_by("dataset_id", "-version").only("pk", "dataset_id", "version", "status",
+                                                                      "n_records"):
+        latest.setdefault(s.dataset_id, s)
+    return render(request, "datasets/list.html", {"rows": [(d, latest.get(d.pk)) for d in datasets]})
+
+
+@require_http_methods(["GET", "POST"])
+def dataset_new(request):
+    access.require_curate(request.user)
+    form = DatasetForm(request.POST or None, initial={"project": request.GET.get("project")})
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            dataset = service.check_create_dataset(request.user, d["name"], d["kind"], d["project"], form.spec(),
+                                                   d.get("description") or "")
+        except SpecError as exc:
+            name = exc.field.split(".")[-1]
+            form.add_error(name if name in form.fields else None, f"{exc.field}: {exc.message}")
+        else:
+            snapshot, job = service.do_start_build(request.user, dataset, d.get("notes") or "")
+            flash.success(request, f"Dataset {dataset.name} created; {snapshot.label} is being built by job {job.pk}.")
+            return redirect("dataset_detail", pk=dataset.pk)
+    return render(request, "datasets/new.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def dataset_detail(request, pk: int):
+    dataset = access.get_dataset(request.user, pk)
+    snapshots = list(dataset.snapshots.select_related("created_by", "job").order_by("-version"))
+    return render(request, "datasets/detail.html", {"dataset": dataset, "snapshots": snapshots,
+                                                    "build_form": BuildForm()})
+
+
+@require_POST
+def dataset_build(request, pk: int):
+    dataset = access.get_dataset(request.user, pk)
+    form = BuildForm(request.POST)
+    if not form.is_valid():
+        flash.error(request, "Notes: at most 5000 characters.")
+        return redirect("dataset_detail", pk=dataset.pk)
+    snapshot, job = service.do_start_build(request.user, dataset, form.cleaned_data.get("notes") or "")
+    flash.success(request, f"{snapshot.label} is being built by job {job.pk}.")
+    return redirect("dataset_detail", pk=dataset.pk)
+
+
+def _snapshot_context(snapshot: Snapshot, request) -> dict:
+    split = request.GET.get("split") if request.GET.get("split") in SPLITS else ""
+    records = snapshot.records.select_related("author", "revision").order_by("position")
+    if split:
+        records = records.filter(split=split)
+    page = Paginator(records, RECORDS_PAGE).get_page(request.GET.get("page"))
+    return {"snapshot": snapshot, "dataset": snapshot.dataset, "page": page, "split": split,
+            "exports": (exports := list(snapshot.exports.order_by("-id")[:50])),
+            "pending_exports": any(e.status in (Export.QUEUED, Export.RUNNING) for e in exports),
+            "export_form": ExportForm(), "formats": formats_for(snapshot.dataset.kind),
+            "train_form": TrainForm(), "evaluate_form": EvaluateForm(),
+            "trainable": snapshot.dataset.kind in ("critic_targets", "successor_targets", "runtime_critic"),
+            "distillable": snapshot.dataset.kind == "distillation",
+            "evaluable": snapshot.dataset.kind == "critic_targets", "uses": lineage.snapshot_uses(snapshot)}
+
+
+def snapshot_detail(request, pk: int):
+    snapshot = access.get_snapshot(request.user, pk)
+    return render(request, "datasets/snapshot.html", _snapshot_context(snapshot, request))
+
+
+@require_POST
+def snapshot_export(request, pk: int):
+    snapshot = access.get_snapshot(request.user, pk)
+    form = ExportForm(request.POST)
+    if form.is_valid():
+        try:
+            export, job = service.check_start_export(request.user, snapshot, form.cleaned_data["format"],
+                                                     form.cleaned_data.get("split") or "")
+        except ExportError as exc:
+            flash.error(request, str(exc))
+        else:
+            flash.success(request, f"Export {export.pk} ({export.format}) is being written by job {job.pk}.")
+    else:
+        flash.error(request, "Choose one of the export formats.")
+    return redirect("snapshot_detail", pk=snapshot.pk)
+
+
+def export_download(request, pk: int):
+    from webapp.datasets.services.exports import file_name
+
+    export = access.get_export(request.user, pk)
+    if export.status != Export.READY or not export.path:
+        raise Http404("this export is not written yet")
+    try:
+        handle = open(export.path, "rb")  # noqa: SIM115 - FileResponse closes it
+    except FileNotFoundError:
+        raise Http404("the export file was removed from the server; export again") from None
+    kinds = {".jsonl": "application/x-ndjson", ".json": "application/json",
+             ".parquet": "application/vnd.apache.parquet", ".gz": "application/gzip"}
+    suffix = "." + export.path.rsplit(".", 1)[-1]
+    return FileResponse(handle, as_attachment=True, filename=file_name(export),
+                        content_type=kinds.get(suffix, "application/octet-stream"))
+
+
+@require_POST
+def snapshot_train(request, pk: int):
+    """"Train critic on this" / "distill policy on this": the job with the snapshot pinned."""
+    snapshot = access.get_snapshot(request.user, pk)
+    job_access.require_jobs(request.user)
+    form = TrainForm(request.POST)
+    if not form.is_valid():
+        flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("snapshot_detail", pk=snapshot.pk)
+    d = form.cleaned_data
+    kind = "distill-policy" if snapshot.dataset.kind == "distillation" else "train-critic"
+    config = {"snapshot": snapshot.pk, "checkpoint": d["checkpoint"].pk if d.get("checkpoint") else None,
+              "name": d.get("name") or "", "max_steps": d["max_steps"], "learning_rate": d["learning_rate"],
+              "lora": bool(d.get("lora"))}
+    try:
+        job = lifecycle.check_create_job(request.user, kind, config)
+    except ConfigError as exc:
+        flash.error(request, f"{exc.field}: {exc.message}")
+        return redirect("snapshot_detail", pk=snapshot.pk)
+    flash.success(request, f"Job {job.pk} ({kind}) queued on {snapshot.label}.")
+    return redirect("job_detail", pk=job.pk)
+
+
+@require_POST
+def snapshot_evaluate(request, pk: int):
+    snapshot = access.get_snapshot(request.user, pk)
+    job_access.require_jobs(request.user)
+    form = EvaluateForm(request.POST)
+    if not form.is_valid():
+        flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("snapshot_detail", pk=snapshot.pk)
+    d = form.cleaned_data
+    config = {"snapshot": snapshot.pk, "checkpoint": d["checkpoint"].pk if d.get("checkpoint") else None,
+              "split": d["split"], "max_steps": d["max_steps"]}
+    try:
+        job = lifecycle.check_create_job(request.user, "evaluate-critic", config)
+    except ConfigError as exc:
+        flash.error(request, f"{exc.field}: {exc.message}")
+        return redirect("snapshot_detail", pk=snapshot.pk)
+    flash.success(request, f"Job {job.pk} evaluates {d['checkpoint'] or 'the embedded model'} on the "
+                           f"{d['split']} split of {snapshot.label}.")
+    return redirect("job_detail", pk=job.pk)
+
+
+def checkpoint_detail(request, pk: int):
+    checkpoint = job_access.get_checkpoint(request.user, pk)
+    checkpoint = get_object_or_404(Checkpoint.objects.select_related("produced_by", "parent"), pk=checkpoint.pk)
+    return render(request, "datasets/checkpoint.html", {"checkpoint": checkpoint,
+                                                        "lineage": lineage.checkpoint_lineage(checkpoint)})
+
+
+def checkpoint_compare(request):
+    job_access.require_jobs(request.user)
+    ids = []
+    for raw in request.GET.getlist("id"):
+        if raw.isascii() and raw.isdigit() and len(raw) < 18:
+            ids.append(int(raw))
+    chosen = list(Checkpoint.objects.filter(pk__in=ids).order_by("id")) if ids else []
+    if not chosen:  # default: the checkpoints with a critic evaluation, newest six
+        from webapp.jobs.models import Job
+
+        with_eval = (Job.objects.filter(kind="evaluate-critic", status=Job.SUCCEEDED, checkpoint__isnull=False)
+                     .order_by("-id").values_list("checkpoint_id", flat=True)[:200])
+        chosen = list(Checkpoint.objects.filter(pk__in=list(dict.fromkeys(with_eval))[:6]).order_by("id"))
+    cols = compare.columns(chosen)
+    accuracy = compare.bars([(c.checkpoint.name, c.colour, c.accuracy) for c in cols])
+    return render(request, "datasets/compare.html", {
+        "cols": cols, "accuracy_bars": accuracy, "pass_bars": compare.pass_k_bars(cols), "g": compare.GEOMETRY,
+        "all_checkpoints": Checkpoint.objects.order_by("-id")[:200], "chosen": {c.pk for c in chosen}})
