@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -59,7 +60,7 @@ def test_it_exports_every_format_and_their_consumers_read_them(project, gold_set
     assert loaded.num_rows == 24 and "messages" in loaded.column_names
 
     train = _export(snapshot, "jsonl-prompt-completion", "train")
-    rows = [json.loads(line) for line in open(train.path, encoding="utf-8")]
+    rows = [json.loads(line) for line in Path(train.path).read_text(encoding="utf-8").splitlines()]
     assert len(rows) == snapshot.card["splits"]["train"] and set(rows[0]) == {"prompt", "completion"}
 
     parquet = _export(snapshot, "parquet")
@@ -88,10 +89,10 @@ def test_it_exports_trajectories_that_import_back_to_the_same_episodes(project, 
     assert do_import_file(lossless.path, again).ok
     assert set(Trajectory.objects.filter(project=again).values_list("content_hash", flat=True)) == hashes
     chat = _export(snapshot, "jsonl")
-    first = json.loads(open(chat.path, encoding="utf-8").readline())
+    first = json.loads(Path(chat.path).read_text(encoding="utf-8").splitlines()[0])
     assert first["messages"] and "tools" in first
     tau = _export(snapshot, "tau-bench")
-    assert len(json.load(open(tau.path, encoding="utf-8"))) == project.n_trajectories
+    assert len(json.loads(Path(tau.path).read_text(encoding="utf-8"))) == project.n_trajectories
 
 
 def test_it_refuses_exports_it_cannot_write_naming_the_problem(project, gold_set):

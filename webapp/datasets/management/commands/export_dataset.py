@@ -34,7 +34,8 @@ class Command(BaseCommand):
         snapshots = Snapshot.objects.filter(dataset=dataset, status=Snapshot.READY)
         snapshot = snapshots.filter(version=version).first() if version else snapshots.order_by("-version").first()
         if snapshot is None:
-            built = ", ".join(f"v{v}" for v in snapshots.order_by("version").values_list("version", flat=True)) or "none"
+            versions = snapshots.order_by("version").values_list("version", flat=True)
+            built = ", ".join(f"v{v}" for v in versions) or "none"
             raise CommandError(f"{name} has no built version {version or ''}".strip() + f" (built: {built})")
         started = time.perf_counter()
         try:
