@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "webapp.jobs",
     "webapp.annotation",
     "webapp.datasets",
+    "webapp.api",
+    "ninja",
 ]
 
 MIDDLEWARE = [

@@ -4,22 +4,16 @@ works as a plain page load without JavaScript."""
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages as flash
 from django.shortcuts import redirect, render
-from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_http_methods
 
-from webapp.jobs.services.imports import check_queue_import
 from webapp.trajectories import access, detail, queries
 from webapp.trajectories.forms import TrajectoryFilterForm, UploadForm
 from webapp.trajectories.models import ImportBatch, Project
-from webapp.trajectories.services.imports import do_import_file
-from webapp.trajectories.services.projects import do_get_or_create_project
+from webapp.trajectories.services.uploads import do_receive_upload
 
 
 def home(request):
@@ -85,27 +79,12 @@ def import_upload(request):
     result = None
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
-        folder = settings.UPLOAD_DIR / uuid.uuid4().hex
-        folder.mkdir(parents=True)
-        path = folder / (get_valid_filename(upload.name) or "upload")
-        try:
-            with open(path, "wb") as out:
-                for chunk in upload.chunks():
-                    out.write(chunk)
-        except OSError:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise
-        if upload.size > settings.NLAC_IMPORT_IN_REQUEST_BYTES:  # large: a cpu job imports it, the page returns
-            job = check_queue_import(request.user, path, upload.name, form.cleaned_data)
-            flash.info(request, f"{upload.name} ({upload.size / 1e6:.1f} MB) is being imported by job {job.pk}.")
-            return redirect("job_detail", pk=job.pk)
-        try:
-            project = do_get_or_create_project(form.cleaned_data["project"])
-            result = do_import_file(path, project, fmt=form.cleaned_data["format"] or None,
-                                    source_model=form.cleaned_data["source_model"], user=request.user,
-                                    display_name=upload.name)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        received = do_receive_upload(request.user, upload, form.cleaned_data)
+        if received.job is not None:
+            flash.info(request, f"{upload.name} ({upload.size / 1e6:.1f} MB) is being imported by job "
+                                f"{received.job.pk}.")
+            return redirect("job_detail", pk=received.job.pk)
+        project, result = received.project, received.result
         if result.ok:
             b = result.batch
             if result.already_imported:

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from webapp.api import views
+
+urlpatterns = [
+    path("account/tokens/", views.token_list, name="token_list"),
+    path("account/tokens/<int:pk>/revoke/", views.token_revoke, name="token_revoke"),
+]
