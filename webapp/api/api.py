@@ -8,11 +8,11 @@ Handlers are thin: they validate, call the service the UI calls, and shape the a
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
-from typing import Annotated
-
 from ninja import File, Form, NinjaAPI, Path, Query, Router, UploadedFile
 from ninja.security import HttpBearer, django_auth
 from pydantic import Field
