@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate clean
+.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate bench-datasets clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,9 @@ bench-jobs: $(RUN_STAMP)
 
 bench-annotate: $(RUN_STAMP)
 	$(PY) bench/bench_annotate.py
+
+bench-datasets: $(RUN_STAMP)
+	$(PY) bench/bench_datasets.py
 
 clean:
 	rm -rf var/test-*.sqlite3* var/uploads

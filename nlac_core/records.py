@@ -106,9 +106,14 @@ class TrajectoryRecord:
 
         Provenance (which file, which record) is not part of the record, so the same
         episode imported from two files, or re-imported from our own export, hashes
-        the same and is stored once.
+        the same and is stored once. Computed once per record and kept (the record is frozen, and its JSON
+        values are never changed in place), since every step of a trajectory names it.
         """
-        return hashlib.sha256(canonical_json(to_dict(self)).encode()).hexdigest()
+        cached = self.__dict__.get("_content_hash")
+        if cached is None:
+            cached = hashlib.sha256(canonical_json(to_dict(self)).encode()).hexdigest()
+            self.__dict__["_content_hash"] = cached  # frozen dataclass: bypass __setattr__, not a field
+        return cached
 
 
 def step_uid(content_hash: str, step_index: int) -> str:

@@ -147,3 +147,26 @@ def test_it_runs_a_whole_nlac_iteration_as_child_jobs_on_a_real_worker(personas,
     twin = Checkpoint.objects.get(pk=parent.outputs["ema_target"])
     assert trained.kind == "policy+critic" and twin.ema_of == trained and twin.kind == "ema"
     assert twin.manifest["tau"] == 0.5 and twin.manifest["ema_updates"] == 1  # from a copy of the online model
+
+
+def test_it_builds_and_exports_a_dataset_snapshot_on_a_real_worker(tau_project, personas, worker, client_for):
+    """The build and the export go through Redis to a worker process; the download serves what it wrote."""
+    from webapp.datasets.models import Export, Snapshot
+    from webapp.datasets.services.datasets import check_create_dataset, check_start_export, do_start_build
+
+    dataset = check_create_dataset(personas["researcher"], "worker trajectories", "trajectories", tau_project,
+                                   {"filter": {"outcome": "failed"}})
+    snapshot, job = do_start_build(personas["researcher"], dataset)
+    job = wait_for(lambda: finished(job), 120, "the build job")
+    assert job.status == Job.SUCCEEDED, job.error + job.traceback
+    snapshot.refresh_from_db()
+    failed = tau_project.trajectories.filter(success=False).count()
+    assert snapshot.status == Snapshot.READY and snapshot.n_records == failed
+    export, job = check_start_export(personas["researcher"], snapshot, "tau-bench")
+    job = wait_for(lambda: finished(job), 120, "the export job")
+    assert job.status == Job.SUCCEEDED, job.error + job.traceback
+    export.refresh_from_db()
+    assert export.status == Export.READY and export.n_records == failed
+    response = client_for("researcher").get(f"/exports/{export.pk}/download/")
+    import json
+    assert len(json.loads(b"".join(response.streaming_content))) == failed
