@@ -29,7 +29,12 @@ from pathlib import Path
 from _setup import ROOT, SHARED, django_with
 
 DB_FILE = ROOT / "var" / "bench-datasets.sqlite3"
-WORDS = ["the", "agent", "user", "reservation", "flight", "cancel", "refund", "policy", "basic", "economy", "cabin", "baggage", "verify", "identity", "tool", "call", "get_user_details", "update", "booking", "payment", "certificate", "confirm", "change", "date", "origin", "destination", "passenger", "insurance", "compensation", "delayed", "transfer", "human", "agent"]
+WORDS = (
+    "the", "agent", "user", "reservation", "flight", "cancel", "refund", "policy", "basic", "economy", "cabin",
+    "baggage", "verify", "identity", "tool", "call", "get_user_details", "update", "booking", "payment",
+    "certificate", "confirm", "change", "date", "origin", "destination", "passenger", "insurance", "compensation",
+    "delayed", "transfer", "human", "agent",
+)
 
 
 def peak_mb() -> float:
