@@ -78,25 +78,22 @@ def check_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
     return tuple(f / total for f in fractions)  # type: ignore[return-value]
 
 
+def split_of(task_key: str, fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0) -> str:
+    """One task's split, from a seeded hash of its key alone: the same task lands in the same split in every
+    version and every dataset built with this seed and these fractions, whatever other tasks come and go
+    (so training on v1 and testing on v2 cannot leak)."""
+    fracs = check_fractions(fractions)
+    u = int(hashlib.sha256(f"{seed}:{task_key}".encode()).hexdigest(), 16) / 2**256
+    if u < fracs[0]:
+        return "train"
+    return "validation" if u < fracs[0] + fracs[1] else "test"
+
+
 def split_tasks(task_keys: Iterable[str], fractions: Sequence[float] = (0.8, 0.1, 0.1),
                 seed: int = 0) -> dict[str, str]:
-    """Each task's split. The tasks are ordered by a seeded hash (stable whatever order they come in, and
-    across runs) and cut at the fractions; every task gets exactly one split."""
-    fracs = check_fractions(fractions)
-    keys = sorted(set(task_keys), key=lambda k: hashlib.sha256(f"{seed}:{k}".encode()).hexdigest())
-    n = len(keys)
-    counts = [round(n * fracs[0]), round(n * fracs[1])]
-    counts.append(max(0, n - sum(counts)) if fracs[2] > 0 else 0)
-    counts[0] = n - counts[1] - counts[2]
-    for i in (1, 2):  # a split asked for gets a task when there are enough, taken from the largest
-        if fracs[i] > 0 and counts[i] == 0 and n >= 3:
-            counts[counts.index(max(counts))] -= 1
-            counts[i] += 1
-    n_train, n_validation = counts[0], counts[1]
-    out = {}
-    for i, key in enumerate(keys):
-        out[key] = "train" if i < n_train else "validation" if i < n_train + n_validation else "test"
-    return out
+    """Each task's split (``split_of``); every task gets exactly one."""
+    check_fractions(fractions)
+    return {key: split_of(key, fractions, seed) for key in set(task_keys)}
 
 
 def _record(prompt: list[dict[str, Any]], completion: str, source: str, provenance: dict[str, Any]) -> Record:

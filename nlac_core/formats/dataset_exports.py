@@ -107,9 +107,12 @@ def write_hf_dataset(records_of_split: Callable[[str], Iterable[Mapping[str, Any
     import datasets
 
     directory = Path(directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise ValueError(f"{directory} exists and is not an empty directory: choose a new place for the dataset")
     counts: dict[str, int] = {}
     done = 0
-    with tempfile.TemporaryDirectory(prefix="nlac-hf-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="nlac-hf-", dir=directory.parent if directory.parent.is_dir()
+                                     else None) as tmp:
         parts = {}
         for split in SPLITS:
             part = Path(tmp) / f"{split}.parquet"
@@ -125,9 +128,11 @@ def write_hf_dataset(records_of_split: Callable[[str], Iterable[Mapping[str, Any
         loaded = datasets.DatasetDict({split: datasets.Dataset.from_parquet(str(part), cache_dir=str(cache),
                                                                             keep_in_memory=False)
                                        for split, part in parts.items()})
+        staged = Path(tmp) / "dataset"
+        loaded.save_to_disk(str(staged))
         if directory.exists():
-            shutil.rmtree(directory)
-        loaded.save_to_disk(str(directory))
+            directory.rmdir()  # empty, checked above
+        shutil.move(str(staged), str(directory))  # whole, or not at all
     return counts
 
 

@@ -104,6 +104,7 @@ def test_it_rolls_out_twenty_questions_and_stores_the_games(personas, worker):
     assert all(1 <= t.n_steps <= 3 for t in games) and len(job.metrics) == 2
 
 
+@pytest.mark.heavy
 def test_it_trains_a_critic_for_two_steps_and_critiques_with_the_new_checkpoint(tau_project, personas, worker,
                                                                                  settings, tmp_path):
     from webapp.jobs.models import Checkpoint, StepTarget
@@ -133,6 +134,7 @@ def test_it_trains_a_critic_for_two_steps_and_critiques_with_the_new_checkpoint(
     assert row.checkpoint == trained and row.record["provenance"]["model"] == trained.path
 
 
+@pytest.mark.heavy
 def test_it_runs_a_whole_nlac_iteration_as_child_jobs_on_a_real_worker(personas, worker):
     from webapp.jobs.models import Checkpoint
 

@@ -65,6 +65,7 @@ for _cls in ("webapp.jobs.configs.ConfigError", "webapp.datasets.services.specs.
     api.add_exception_handler(getattr(__import__(_module, fromlist=[_name]), _name), _bad_request)
 
 ERRORS = {400: s.Error, 401: s.Error, 403: s.Error, 404: s.Error}
+INTERNAL_KINDS = ("build-snapshot", "export-snapshot", "import")
 
 
 # -- trajectories ---------------------------------------------------------------------------------------------
@@ -181,6 +182,9 @@ datasets = Router(tags=["datasets"])
 
 
 def _snapshot(snap) -> dict:
+    from webapp.datasets.services.build import do_settle
+
+    snap = do_settle(snap)
     return {"id": snap.pk, "dataset": snap.dataset.name, "version": snap.version, "status": snap.status,
             "n_records": snap.n_records, "content_hash": snap.content_hash, "card": snap.card or {},
             "notes": snap.notes, "error": snap.error, "job": snap.job_id, "created_at": snap.created_at,
@@ -218,10 +222,8 @@ def create_dataset(request, payload: s.DatasetIn):
     project = Project.objects.filter(slug=payload.project).first()
     if project is None:
         return _error(request, 400, f"project: no project with slug {payload.project!r}", "project")
-    dataset = service.check_create_dataset(request.user, payload.name, payload.kind, project, payload.spec,
-                                           payload.description)
-    if payload.build:
-        service.do_start_build(request.user, dataset)
+    dataset, _, _ = service.check_create_and_build(request.user, payload.name, payload.kind, project, payload.spec,
+                                                   payload.description, build=payload.build)
     return 201, _dataset(dataset)
 
 
@@ -242,6 +244,23 @@ def build_dataset(request, payload: s.BuildIn, pk: Id):
     return 202, _snapshot(snapshot)
 
 
+@datasets.get("/snapshots", response={200: list[s.SnapshotOut], **ERRORS})
+def list_snapshots(request, dataset: int = Query(0, ge=0, le=MAX_ID),
+                   status: str = Query("", pattern="^(|building|ready|failed)$"),
+                   before: int = Query(MAX_ID, ge=1, le=MAX_ID), limit: int = Query(50, ge=1, le=500)):
+    """Every dataset's versions, newest first (or one dataset's); pass the last id as ``before``."""
+    from webapp.datasets import access
+    from webapp.datasets.models import Snapshot
+
+    access.require_curate(request.user)
+    rows = Snapshot.objects.select_related("dataset").filter(pk__lt=before).order_by("-id")
+    if dataset:
+        rows = rows.filter(dataset_id=dataset)
+    if status:
+        rows = rows.filter(status=status)
+    return [_snapshot(x) for x in rows[:limit]]
+
+
 @datasets.get("/snapshots/{pk}", response={200: s.SnapshotOut, **ERRORS})
 def get_snapshot(request, pk: Id):
     from webapp.datasets import access
@@ -256,6 +275,8 @@ def list_records(request, pk: Id, split: str = Query("", pattern="^(|train|valid
     from webapp.datasets import access
 
     snapshot = access.get_snapshot(request.user, pk)
+    if snapshot.status != "ready":
+        return _error(request, 400, f"{snapshot.label} is {snapshot.status}: only a built snapshot has records")
     rows = snapshot.records.filter(position__gt=after).order_by("position")
     if split:
         rows = rows.filter(split=split)
@@ -270,6 +291,11 @@ def list_records(request, pk: Id, split: str = Query("", pattern="^(|train|valid
 def _export(e) -> dict:
     from django.urls import reverse
 
+    from webapp.datasets.services.exports import do_settle_exports
+
+    if e.status in ("queued", "running"):
+        do_settle_exports(e.snapshot)
+        e.refresh_from_db()
     return {"id": e.pk, "snapshot": e.snapshot_id, "format": e.format, "split": e.split, "status": e.status,
             "n_records": e.n_records, "size_bytes": e.size_bytes, "job": e.job_id,
             "download": reverse("api:download_export", kwargs={"pk": e.pk}) if e.status == "ready" else None}
@@ -341,11 +367,16 @@ def list_jobs(request, kind: str = Query("", max_length=40), status: str = Query
 
 @jobs.post("/jobs", response={201: s.JobOut, **ERRORS})
 def create_job(request, payload: s.JobIn):
-    """Any job kind the UI launches, with its config (validated per kind) and selection."""
+    """Any job kind the UI launches, with its config (validated per kind) and selection. Builds, exports and
+    imports are started by their own endpoints (they own a snapshot, an export, an uploaded file)."""
     from webapp.jobs import access
     from webapp.jobs.services import lifecycle
 
     access.require_jobs(request.user)
+    if payload.kind in INTERNAL_KINDS:
+        endpoint = {"build-snapshot": "POST /api/datasets/{id}/build", "import": "POST /api/imports",
+                    "export-snapshot": "POST /api/snapshots/{id}/exports"}[payload.kind]
+        return _error(request, 400, f"kind: {payload.kind} jobs are started by {endpoint}", "kind")
     return 201, _job(lifecycle.check_create_job(request.user, payload.kind, payload.config, payload.selection))
 
 

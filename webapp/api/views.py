@@ -19,7 +19,9 @@ def token_list(request):
         token, secret = do_create_token(request.user, request.POST.get("name", ""))
         flash.success(request, f"Token {token.name!r} made. Copy it now: it is not shown again.")
     tokens = ApiToken.objects.filter(user=request.user).order_by("-id")
-    return render(request, "api/tokens.html", {"tokens": tokens, "secret": secret})
+    response = render(request, "api/tokens.html", {"tokens": tokens, "secret": secret})
+    response["Cache-Control"] = "no-store"  # the secret is on this page once, and in no cache
+    return response
 
 
 @require_POST

@@ -43,12 +43,19 @@ def _y(p: float) -> float:
     return H - PAD - p * (H - 2 * PAD)
 
 
-def columns(checkpoints: list[Checkpoint]) -> list[Column]:
+def columns(checkpoints: list[Checkpoint], snapshot_id: int | None = None, split: str = "") -> list[Column]:
+    """Each checkpoint's latest critic evaluation (on the given snapshot and split, when given: compare like
+    with like) and latest policy evaluation."""
     out = []
     for i, checkpoint in enumerate(checkpoints):
         col = Column(checkpoint, COLOURS[i % len(COLOURS)])
         done = Job.objects.filter(checkpoint=checkpoint, status=Job.SUCCEEDED).order_by("-id")
-        col.critic = done.filter(kind="evaluate-critic").first()
+        critic = done.filter(kind="evaluate-critic")
+        if snapshot_id:
+            critic = critic.filter(config__snapshot=snapshot_id)
+        if split:
+            critic = critic.filter(config__split=split)
+        col.critic = critic.first()
         col.policy = done.filter(kind="evaluate").first()
         bins = [b for b in col.calibration.get("bins", []) if b.get("n")]
         col.dots = [(round(_x(b["mean_predicted"]), 1), round(_y(b["observed"]), 1), b["n"]) for b in bins]

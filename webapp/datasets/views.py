@@ -13,7 +13,8 @@ from webapp.datasets.forms import BuildForm, DatasetForm, EvaluateForm, ExportFo
 from webapp.datasets.models import Dataset, Export, Snapshot
 from webapp.datasets.services import datasets as service
 from webapp.datasets.services import lineage
-from webapp.datasets.services.exports import ExportError, formats_for
+from webapp.datasets.services.build import do_settle
+from webapp.datasets.services.exports import ExportError, do_settle_exports, formats_for
 from webapp.datasets.services.specs import SpecError
 from webapp.jobs import access as job_access
 from webapp.jobs.configs import ConfigError
@@ -41,13 +42,13 @@ def dataset_new(request):
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
-            dataset = service.check_create_dataset(request.user, d["name"], d["kind"], d["project"], form.spec(),
-                                                   d.get("description") or "")
+            dataset, snapshot, job = service.check_create_and_build(
+                request.user, d["name"], d["kind"], d["project"], form.spec(), d.get("description") or "",
+                d.get("notes") or "")
         except SpecError as exc:
             name = exc.field.split(".")[-1]
             form.add_error(name if name in form.fields else None, f"{exc.field}: {exc.message}")
         else:
-            snapshot, job = service.do_start_build(request.user, dataset, d.get("notes") or "")
             flash.success(request, f"Dataset {dataset.name} created; {snapshot.label} is being built by job {job.pk}.")
             return redirect("dataset_detail", pk=dataset.pk)
     return render(request, "datasets/new.html", {"form": form}, status=400 if form.errors else 200)
@@ -55,7 +56,7 @@ def dataset_new(request):
 
 def dataset_detail(request, pk: int):
     dataset = access.get_dataset(request.user, pk)
-    snapshots = list(dataset.snapshots.select_related("created_by", "job").order_by("-version"))
+    snapshots = [do_settle(s) for s in dataset.snapshots.select_related("created_by", "job").order_by("-version")]
     return render(request, "datasets/detail.html", {"dataset": dataset, "snapshots": snapshots,
                                                     "build_form": BuildForm()})
 
@@ -88,8 +89,13 @@ def _snapshot_context(snapshot: Snapshot, request) -> dict:
             "evaluable": snapshot.dataset.kind == "critic_targets", "uses": lineage.snapshot_uses(snapshot)}
 
 
+def _settled(snapshot: Snapshot) -> Snapshot:
+    do_settle_exports(snapshot)
+    return do_settle(snapshot)
+
+
 def snapshot_detail(request, pk: int):
-    snapshot = access.get_snapshot(request.user, pk)
+    snapshot = _settled(access.get_snapshot(request.user, pk))
     return render(request, "datasets/snapshot.html", _snapshot_context(snapshot, request))
 
 
@@ -191,8 +197,15 @@ def checkpoint_compare(request):
         with_eval = (Job.objects.filter(kind="evaluate-critic", status=Job.SUCCEEDED, checkpoint__isnull=False)
                      .order_by("-id").values_list("checkpoint_id", flat=True)[:200])
         chosen = list(Checkpoint.objects.filter(pk__in=list(dict.fromkeys(with_eval))[:6]).order_by("id"))
-    cols = compare.columns(chosen)
+    raw = request.GET.get("snapshot", "")
+    snapshot_id = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 18 else None
+    split = request.GET.get("split") if request.GET.get("split") in SPLITS else ""
+    cols = compare.columns(chosen, snapshot_id, split)
+    snapshots = {s.pk: s for s in Snapshot.objects.select_related("dataset").filter(
+        pk__in={(c.critic.config or {}).get("snapshot") for c in cols if c.critic})}
     accuracy = compare.bars([(c.checkpoint.name, c.colour, c.accuracy) for c in cols])
     return render(request, "datasets/compare.html", {
-        "cols": cols, "accuracy_bars": accuracy, "pass_bars": compare.pass_k_bars(cols), "g": compare.GEOMETRY,
+        "cols": cols, "accuracy_bars": accuracy, "snapshots": snapshots, "snapshot_id": snapshot_id, "split": split,
+        "mixed": len({((c.critic.config or {}).get("snapshot"), (c.critic.config or {}).get("split"))
+                      for c in cols if c.critic}) > 1, "pass_bars": compare.pass_k_bars(cols), "g": compare.GEOMETRY,
         "all_checkpoints": Checkpoint.objects.order_by("-id")[:200], "chosen": {c.pk for c in chosen}})

@@ -47,6 +47,7 @@ def test_it_applies_the_ui_permissions_to_every_role(project, gold_set, api, who
     reads = {"browse": [f"/api/trajectories?project={project.slug}", f"/api/trajectories/{t.pk}",
                         f"/api/trajectories/{t.pk}/steps/0", "/api/projects"],
              "research": ["/api/datasets", f"/api/datasets/{snapshot.dataset_id}", f"/api/snapshots/{snapshot.pk}",
+                          f"/api/snapshots?dataset={snapshot.dataset_id}&status=ready",
                           f"/api/snapshots/{snapshot.pk}/records", "/api/jobs", "/api/checkpoints",
                           "/api/evaluations"]}
     client = api(who)
@@ -127,6 +128,9 @@ def test_it_builds_exports_and_downloads_a_snapshot_and_launches_jobs(project, g
     assert body.count(b"\n") == export["n_records"] == snapshot["card"]["splits"]["train"]
     second = client.post(f"/api/datasets/{made.json()['id']}/build", {"notes": "again"})
     assert second.status_code == 202 and second.json()["version"] == 2
+    versions = client.get(f"/api/snapshots?dataset={made.json()['id']}").json()
+    assert [v["version"] for v in versions] == [2, 1]
+    assert [v["version"] for v in client.get("/api/snapshots?status=ready").json()] == [1]
 
     train = client.post("/api/jobs", {"kind": "train-critic", "config": {"snapshot": snapshot["id"], "max_steps": 1}})
     assert train.status_code == 201 and train.json()["queue"] == "gpu"
@@ -138,6 +142,8 @@ def test_it_gives_clear_4xx_errors_for_bad_requests(project, api):
     client = api("researcher")
     bad = client.post("/api/jobs", {"kind": "critique", "config": {"k": 99}, "selection": {"trajectory_ids": [1]}})
     assert bad.status_code == 400 and bad.json()["field"] == "k" and "between 1 and 16" in bad.json()["detail"]
+    internal = client.post("/api/jobs", {"kind": "build-snapshot", "config": {"snapshot": 1}})
+    assert internal.status_code == 400 and "POST /api/datasets/{id}/build" in internal.json()["detail"]
     unknown = client.post("/api/jobs", {"kind": "teleport"})
     assert unknown.status_code == 400 and "unknown job kind 'teleport'" in unknown.json()["detail"]
     dataset = client.post("/api/datasets", {"name": "x", "kind": "critic_targets", "project": "nope"})

@@ -10,7 +10,7 @@ from webapp.jobs.models import Checkpoint, Job
 from webapp.jobs.runners.base import execute
 from webapp.jobs.services import lifecycle
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy, pytest.mark.django_db(transaction=True)]
 
 
 def test_it_closes_the_loop_from_human_edits_to_a_compared_checkpoint(project, gold_set, personas, client_for):

@@ -129,6 +129,7 @@ def test_it_exports_from_the_command_line(project, gold_set, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("fmt", ["jsonl", "jsonl-prompt-completion"])
 def test_it_exports_jsonl_that_trl_sfttrainer_trains_on_unchanged(project, gold_set, tmp_path, fmt):
     """The export is loaded with ``datasets.load_dataset("json")`` and handed to TRL's SFTTrainer as it is."""
@@ -148,3 +149,45 @@ def test_it_exports_jsonl_that_trl_sfttrainer_trains_on_unchanged(project, gold_
                          train_dataset=train, processing_class=AutoTokenizer.from_pretrained(model_dir))
     result = trainer.train()
     assert result.global_step == 1 and result.training_loss > 0
+
+
+def test_it_retries_a_failed_build_job_and_settles_a_cancelled_one(project, trajectory, client_for):
+    from tests.webapp.datasets.conftest import add_target
+    from webapp.jobs.services import lifecycle
+
+    dataset = make_dataset(project)
+    snapshot, job = do_start_build(None, dataset)
+    assert execute(job.pk, "w:1") == Job.FAILED  # nothing has a target yet
+    snapshot.refresh_from_db()
+    assert snapshot.status == Snapshot.FAILED
+    add_target(trajectory, 0)
+    lifecycle.do_retry(Job.objects.get(pk=job.pk))
+    assert execute(job.pk, "w:1") == Job.SUCCEEDED, Job.objects.get(pk=job.pk).error
+    snapshot.refresh_from_db()
+    assert snapshot.status == Snapshot.READY and snapshot.n_records == 1 and snapshot.version == 1
+
+    queued, queued_job = do_start_build(None, dataset)
+    lifecycle.do_request_cancel(queued_job)  # cancelled before any worker took it
+    page = client_for("researcher").get(f"/snapshots/{queued.pk}/").content.decode()
+    queued.refresh_from_db()
+    assert queued.status == Snapshot.FAILED and 'hx-trigger="every 2s"' not in page
+    export, export_job = check_start_export(None, snapshot, "jsonl")
+    lifecycle.do_request_cancel(export_job)
+    client_for("researcher").get(f"/snapshots/{snapshot.pk}/")
+    export.refresh_from_db()
+    assert export.status == Export.FAILED
+
+
+def test_it_never_overwrites_a_directory_from_the_command_line(project, gold_set, tmp_path):
+    build(make_dataset(project, name="critic gold"))
+    target = tmp_path / "keep"
+    target.mkdir()
+    (target / "precious.txt").write_text("mine")
+    with pytest.raises(CommandError, match="not an empty directory"):
+        call_command("export_dataset", "critic gold", "--format", "hf", "--out", str(target))
+    assert (target / "precious.txt").read_text() == "mine"
+    with pytest.raises(CommandError, match="is a directory"):
+        call_command("export_dataset", "critic gold", "--format", "jsonl", "--out", str(target))
+    call_command("export_dataset", "critic gold", "--format", "hf", "--out", str(tmp_path / "fresh"),
+                 stdout=io.StringIO())
+    assert (tmp_path / "fresh" / "dataset_dict.json").is_file()

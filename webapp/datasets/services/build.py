@@ -322,20 +322,36 @@ class Card:
 
 
 def do_build_snapshot(snapshot: Snapshot, progress: Progress | None = None,
-                      should_stop: Callable[[], bool] | None = None) -> Snapshot:
-    """Write the snapshot's records and mark it ready; a failure marks it failed (and re-raises)."""
+                      should_stop: Callable[[], bool] | None = None,
+                      still_owner: Callable[[], bool] | None = None) -> Snapshot:
+    """Write the snapshot's records and mark it ready. A failure removes what was written and marks it
+    failed (and re-raises) -- unless ``still_owner`` says this run lost its job to another worker: then it
+    leaves everything to the run that owns the build now."""
     if snapshot.status != Snapshot.BUILDING:
         raise BuildError(f"{snapshot.label} is {snapshot.status}: a snapshot is built once; build a new version")
     try:
-        return _build(snapshot, progress, should_stop)
+        return _build(snapshot, progress, should_stop, still_owner)
     except BaseException as exc:
+        if still_owner is not None and not still_owner():
+            raise
         message = "stopped before it was built" if isinstance(exc, BuildStopped) else f"{type(exc).__name__}: {exc}"
-        Snapshot.objects.filter(pk=snapshot.pk, status=Snapshot.BUILDING).update(status=Snapshot.FAILED,
-                                                                                 error=message[:2000])
+        with transaction.atomic():
+            if Snapshot.objects.filter(pk=snapshot.pk, status=Snapshot.BUILDING).update(
+                    status=Snapshot.FAILED, error=message[:2000]):
+                SnapshotRecord.objects.filter(snapshot=snapshot).delete()
         raise
 
 
-def _build(snapshot: Snapshot, progress: Progress | None, should_stop: Callable[[], bool] | None) -> Snapshot:
+def do_reopen_failed_build(snapshot: Snapshot) -> bool:
+    """A retried build job starts its failed snapshot again (a failed snapshot holds no records)."""
+    reopened = Snapshot.objects.filter(pk=snapshot.pk, status=Snapshot.FAILED).update(status=Snapshot.BUILDING,
+                                                                                     error="")
+    snapshot.refresh_from_db()
+    return bool(reopened)
+
+
+def _build(snapshot: Snapshot, progress: Progress | None, should_stop: Callable[[], bool] | None,
+           still_owner: Callable[[], bool] | None) -> Snapshot:
     spec = DatasetSpec.parse(snapshot.spec)
     dataset = snapshot.dataset
     SnapshotRecord.objects.filter(snapshot=snapshot).delete()  # what a crashed run of this build left
@@ -356,18 +372,24 @@ def _build(snapshot: Snapshot, progress: Progress | None, should_stop: Callable[
         if progress is not None:
             progress(done, total)
 
+    def write(rows: list[SnapshotRecord]) -> None:
+        with transaction.atomic():
+            if still_owner is not None and not still_owner():
+                raise BuildStopped  # reaped: the run that owns the job now builds this snapshot
+            SnapshotRecord.objects.bulk_create(rows)
+
     for record, row in _records(snapshot, spec, pairs, splits, keys, card, report):
-        digest.add(record)
+        digest.add([row["split"], record])  # the split is part of what a snapshot is
         card.add(record, row, keys[row["trajectory_id"]])
         batch.append(SnapshotRecord(snapshot=snapshot, position=position, task_key=keys[row["trajectory_id"]],
                                     prompt_id=str((record.get("provenance") or {}).get("prompt_id", ""))[:100],
                                     data=record, **row))
         position += 1
         if len(batch) >= WRITE_BATCH:
-            SnapshotRecord.objects.bulk_create(batch)
+            write(batch)
             batch.clear()
     if batch:
-        SnapshotRecord.objects.bulk_create(batch)
+        write(batch)
     if position == 0:
         raise BuildError(f"no step of {dataset.project.name} has a {dataset.get_kind_display()} record "
                          f"for this filter ({total} steps matched, {card.skipped} without a target)")
@@ -379,6 +401,25 @@ def _build(snapshot: Snapshot, progress: Progress | None, should_stop: Callable[
         raise BuildError(f"{snapshot.label} stopped being a build in progress")
     snapshot.refresh_from_db()
     return snapshot
+
+
+def do_settle(snapshot: Snapshot) -> Snapshot:
+    """A build whose job ended without building it (cancelled while queued, given up by the reaper) is marked
+    failed, so no page waits for it forever."""
+    from webapp.jobs.models import Job
+
+    if snapshot.status == Snapshot.BUILDING and snapshot.job_id and Job.objects.filter(
+            pk=snapshot.job_id, status__in=(Job.FAILED, Job.CANCELLED)).exists():
+        do_fail_abandoned(snapshot)
+        snapshot.refresh_from_db()
+    return snapshot
+
+
+def do_fail_abandoned(snapshot: Snapshot) -> None:
+    with transaction.atomic():
+        if Snapshot.objects.filter(pk=snapshot.pk, status=Snapshot.BUILDING).update(
+                status=Snapshot.FAILED, error="its build job ended without building it"):
+            SnapshotRecord.objects.filter(snapshot=snapshot).delete()
 
 
 def snapshot_records(snapshot: Snapshot, split: str = "") -> Iterator[dict[str, Any]]:

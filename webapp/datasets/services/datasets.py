@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from webapp.datasets.models import Dataset, Export, Snapshot
 from webapp.datasets.services.build import do_create_snapshot
@@ -29,11 +29,25 @@ def check_create_dataset(actor, name: str, kind: str, project, spec: dict | None
     name = check_name(name)
     check_kind(kind)
     parsed = DatasetSpec.parse(spec)
+    taken = SpecError("name", f"a dataset named {name!r} exists; build a new version of it instead")
     if Dataset.objects.filter(name=name).exists():
-        raise SpecError("name", f"a dataset named {name!r} exists; build a new version of it instead")
-    return Dataset.objects.create(name=name, kind=kind, project=project, spec=parsed.to_dict(),
-                                  description=description.strip(),
-                                  created_by=actor if getattr(actor, "is_authenticated", False) else None)
+        raise taken
+    try:
+        with transaction.atomic():
+            return Dataset.objects.create(name=name, kind=kind, project=project, spec=parsed.to_dict(),
+                                          description=description.strip(),
+                                          created_by=actor if getattr(actor, "is_authenticated", False) else None)
+    except IntegrityError:  # made by another request between the check and the insert
+        raise taken from None
+
+
+def check_create_and_build(actor, name: str, kind: str, project, spec: dict | None = None, description: str = "",
+                           notes: str = "", build: bool = True):
+    """A dataset and (unless ``build`` is false) its v1 build job, together or not at all."""
+    with transaction.atomic():
+        dataset = check_create_dataset(actor, name, kind, project, spec, description)
+        started = do_start_build(actor, dataset, notes) if build else (None, None)
+    return dataset, *started
 
 
 def check_update_spec(dataset: Dataset, spec: dict) -> Dataset:

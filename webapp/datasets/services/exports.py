@@ -52,8 +52,13 @@ def write(snapshot: Snapshot, fmt: str, out: Path, split: str = "",
     out.parent.mkdir(parents=True, exist_ok=True)
     records = snapshot_records(snapshot, split)
     if fmt == "hf":
-        counts = ex.write_hf_dataset(lambda s: snapshot_records(snapshot, s), out, progress)
+        try:
+            counts = ex.write_hf_dataset(lambda s: snapshot_records(snapshot, s), out, progress)
+        except ValueError as exc:
+            raise ExportError(f"out: {exc}") from None
         return sum(counts.values())
+    if out.is_dir():
+        raise ExportError(f"out: {out} is a directory; give a file name")
     if fmt == "parquet":
         return ex.write_parquet(records, out, progress)
     with out.open("w", encoding="utf-8") as f:
@@ -89,6 +94,8 @@ def do_write_export(export: Export, attempt: int, progress: Callable[[int], None
     Export.objects.filter(pk=export.pk).update(status=Export.RUNNING)
     if export.format == "hf":
         directory = folder / f".{attempt}.dir"
+        if directory.exists():
+            shutil.rmtree(directory)  # this export's own leftover from a crashed attempt
         n = write(export.snapshot, "hf", directory, progress=progress)
         with tarfile.open(tmp, "w:gz") as tar:
             tar.add(directory, arcname=final.name.removesuffix(".tar.gz"))
@@ -100,3 +107,11 @@ def do_write_export(export: Export, attempt: int, progress: Callable[[int], None
                                                size_bytes=final.stat().st_size)
     export.refresh_from_db()
     return export
+
+
+def do_settle_exports(snapshot: Snapshot) -> None:
+    """Exports whose job ended without writing them (cancelled while queued, given up) are marked failed."""
+    from webapp.jobs.models import Job
+
+    Export.objects.filter(snapshot=snapshot, status__in=(Export.QUEUED, Export.RUNNING),
+                          job__status__in=(Job.FAILED, Job.CANCELLED)).update(status=Export.FAILED)

@@ -38,7 +38,7 @@ class CheckpointLineage:
         parts = [f"{self.revisions} gold revisions by {len(self.annotators)} annotator"
                  f"{'s' if len(self.annotators) != 1 else ''}"] if self.revisions else []
         for source, n in sorted(self.counts.items()):
-            if source not in ("gold",):
+            if source not in ("gold", "human_refinement"):
                 parts.append(f"{n} {source.replace('_', ' ')} records")
         return f"trained on {self.snapshot.label}" + (", built from " + ", ".join(parts) if parts else "")
 
@@ -60,10 +60,9 @@ def checkpoint_lineage(checkpoint: Checkpoint) -> CheckpointLineage:
     if out.snapshot is not None:
         train = SnapshotRecord.objects.filter(snapshot=out.snapshot, split="train")
         out.counts = dict(train.order_by().values_list("source").annotate(n=Count("id")).values_list("source", "n"))
-        humans = train.filter(revision__isnull=False)
-        out.revisions = humans.filter(source="gold").count()
-        out.annotators = sorted({name for name in humans.filter(source="gold").values_list(
-            "author__username", flat=True) if name})
+        gold = train.filter(revision__isnull=False, source__in=("gold", "human_refinement"))
+        out.revisions = gold.count()
+        out.annotators = sorted({name for name in gold.values_list("author__username", flat=True) if name})
     return out
 
 
@@ -76,7 +75,8 @@ class RevisionUses:
 
 def revision_uses(revision_ids: list[int]) -> RevisionUses:
     """The snapshots the revisions are frozen in, the training jobs on those snapshots, and their checkpoints."""
-    snapshot_ids = list(SnapshotRecord.objects.filter(revision_id__in=revision_ids).order_by()
+    snapshot_ids = list(SnapshotRecord.objects.filter(revision_id__in=revision_ids, snapshot__status=Snapshot.READY)
+                        .order_by()
                         .values_list("snapshot_id", flat=True).distinct())
     snapshots = list(Snapshot.objects.filter(pk__in=snapshot_ids).select_related("dataset").order_by("-id"))
     jobs = list(Job.objects.filter(kind__in=TRAINING_KINDS, config__snapshot__in=snapshot_ids).order_by("-id"))

@@ -56,6 +56,15 @@ class DatasetSpec:
         bad = sorted(set(flt) - step_fields)
         if bad:
             raise SpecError(f"filter.{bad[0]}", f"not a step filter (known: {', '.join(sorted(step_fields))})")
+        types = {"outcome": str, "verdict": str, "disagreement": str, "source_model": str, "parse_failures": bool,
+                 "no_critique": bool, "seed": int, "sample": (int, type(None)), "min_reward": (int, float, type(None)),
+                 "max_reward": (int, float, type(None))}
+        for name, value in flt.items():
+            wanted = types[name] if isinstance(types[name], tuple) else (types[name],)
+            if not isinstance(value, wanted) or (isinstance(value, bool) and bool not in wanted):
+                raise SpecError(f"filter.{name}", f"expected {_kind(wanted)}, got {value!r}")
+        if isinstance(flt.get("source_model"), str) and len(flt["source_model"]) > 200:
+            raise SpecError("filter.source_model", "at most 200 characters")
         try:
             QueueSpec(**flt).validate()
         except QueueError as exc:
@@ -75,6 +84,11 @@ class DatasetSpec:
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise SpecError(name, f"a whole number between {low} and {high}")
         return cls(**{**data, "filter": dict(flt)})
+
+
+def _kind(wanted) -> str:
+    names = {str: "a string", bool: "true or false", int: "a whole number", float: "a number", type(None): "null"}
+    return " or ".join(dict.fromkeys(names[t] for t in wanted if not (t is int and float in wanted)))
 
 
 def check_kind(kind: str) -> str:

@@ -13,9 +13,16 @@ from webapp.jobs.runners.base import JobContext
 
 def run_build_snapshot(ctx: JobContext) -> dict[str, Any]:
     from webapp.datasets.models import Snapshot
-    from webapp.datasets.services.build import BuildStopped, do_build_snapshot
+    from webapp.datasets.services.build import BuildStopped, do_build_snapshot, do_reopen_failed_build
 
     snapshot = Snapshot.objects.select_related("dataset__project").get(pk=ctx.config.snapshot)
+    if snapshot.job_id != ctx.job.pk:
+        raise ValueError(f"{snapshot.label} is built by job {snapshot.job_id}, not this one")
+    if snapshot.status == Snapshot.READY:  # a re-run after the build finished but before the job did
+        return {"snapshot": snapshot.pk, "records": snapshot.n_records, "content_hash": snapshot.content_hash,
+                "splits": snapshot.card.get("splits", {})}
+    if snapshot.status == Snapshot.FAILED and do_reopen_failed_build(snapshot):
+        ctx.log(f"retrying the build of {snapshot.label}")
     ctx.log(f"building {snapshot.label} ({snapshot.dataset.get_kind_display()} of {snapshot.dataset.project.name})")
     last = [0]
 
@@ -25,9 +32,11 @@ def run_build_snapshot(ctx: JobContext) -> dict[str, Any]:
             ctx.progress(done, total, "build")
 
     try:
-        snapshot = do_build_snapshot(snapshot, progress, should_stop=ctx.should_stop)
+        snapshot = do_build_snapshot(snapshot, progress, should_stop=ctx.should_stop, still_owner=ctx.still_owner)
     except BuildStopped:
-        ctx.log("stopped: the snapshot is marked failed; build a new version")
+        if ctx.lost:
+            return {"snapshot": snapshot.pk, "records": 0}  # the run that owns the job now reports
+        ctx.log("stopped: the snapshot is marked failed; retry the job or build a new version")
         return {"snapshot": snapshot.pk, "records": 0}
     ctx.log(f"{snapshot.label}: {snapshot.n_records} records, sha256 {snapshot.content_hash[:12]}")
     return {"snapshot": snapshot.pk, "records": snapshot.n_records, "content_hash": snapshot.content_hash,
@@ -43,9 +52,10 @@ def run_export_snapshot(ctx: JobContext) -> dict[str, Any]:
     ctx.progress(0, total, "export")
     try:
         export = do_write_export(export, ctx.job.attempts, lambda n: ctx.progress(min(n, total), total))
-    except Exception as exc:
-        Export.objects.filter(pk=export.pk).update(status=Export.FAILED)
-        raise exc
+    except Exception:
+        if ctx.still_owner():
+            Export.objects.filter(pk=export.pk).update(status=Export.FAILED)
+        raise
     ctx.progress(total, total)
     ctx.log(f"wrote {export.n_records} records to {export.path} ({export.size_bytes} bytes)")
     return {"export": export.pk, "records": export.n_records, "bytes": export.size_bytes, "format": export.format}

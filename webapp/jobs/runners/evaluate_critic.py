@@ -4,7 +4,8 @@ The items are the split's records whose target is a human correction (gold, or s
 took those); the checkpoint critiques each of those steps (written as this job's StepCritiques, a chunk at a
 time, so a re-run after a crash critiques only the rest), and the job's outputs are the scores:
 verdict accuracy and confusion matrix, calibration of the predicted outcome against the episode's real
-outcome (a reliability diagram, Brier score, ECE), and word similarity of the critique to the human's text.
+outcome (a reliability diagram, Brier score, ECE), and word similarity of the critique's free text
+(future, reason, suggestion) to the human's.
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ HUMAN = ("gold", "submitted")
 
 
 def held_out(config: EvaluateCriticJob) -> list[Any]:
-    """The split's human-judged records of the snapshot (whose trajectory still exists), in position order."""
+    """The split's human-judged records of the snapshot (whose trajectory still exists): all of them, or a
+    seeded sample of ``max_steps`` spread over the whole split; in position order."""
+    import random
+
     from webapp.datasets.models import SnapshotRecord
 
-    rows = (SnapshotRecord.objects.filter(snapshot_id=config.snapshot, split=config.split, source__in=HUMAN,
-                                          trajectory__isnull=False)
-            .select_related("trajectory").order_by("position"))
-    return list(rows[:config.max_steps])
+    rows = SnapshotRecord.objects.filter(snapshot_id=config.snapshot, split=config.split, source__in=HUMAN,
+                                         trajectory__isnull=False)
+    ids = list(rows.order_by("position").values_list("pk", flat=True))
+    if len(ids) > config.max_steps:
+        ids = random.Random(0).sample(ids, config.max_steps)
+    return list(rows.filter(pk__in=ids).select_related("trajectory", "revision").order_by("position"))
 
 
 def run_evaluate_critic(ctx: JobContext) -> dict[str, Any]:
@@ -85,8 +91,14 @@ def scores(job, items) -> dict[str, Any]:
         if gold:
             verdicts.append((gold, c.verdict))
         outcomes.append((c.success_prob, r.trajectory.success))
-        gold_text = r.data["completion"][0]["content"]
-        similarities.append(text_similarity(from_json(c.record).render(), gold_text))
+        # the free text only: the section headers, verdict and outcome would inflate the score
+        model = from_json(c.record)
+        said = " ".join((model.predicted_future, model.reasoning, model.suggestion))
+        if r.revision is not None:
+            gold_text = " ".join((r.revision.predicted_future, r.revision.reasoning, r.revision.suggestion))
+        else:
+            gold_text = r.data["completion"][0]["content"]
+        similarities.append(text_similarity(said, gold_text))
     return {"evaluated": len(similarities), "verdict": verdict_scores(verdicts, VERDICTS),
             "calibration": calibration(outcomes),
             "similarity": sum(similarities) / len(similarities) if similarities else None,
