@@ -38,3 +38,19 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {name}: {b.n_added} trajectories imported")
             else:
                 self.stderr.write(f"  {name}: import failed: {b.error}")
+        self._demo_dataset()
+
+    def _demo_dataset(self) -> None:
+        """A small trajectories dataset of the tau2 run, built v1, so the Datasets page has something to open."""
+        from webapp.datasets.models import Dataset
+        from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
+        from webapp.datasets.services.datasets import check_create_dataset
+        from webapp.trajectories.models import Project
+
+        project = Project.objects.filter(name=DEMO_FILES[1][0], n_trajectories__gt=0).first()
+        if project is None or Dataset.objects.filter(name="demo tau2 episodes").exists():
+            return
+        dataset = check_create_dataset(None, "demo tau2 episodes", "trajectories", project, {},
+                                       "The grok-3 tau2-bench airline episodes, split by task (demo data).")
+        snapshot = do_build_snapshot(do_create_snapshot(dataset, None, "built by make run"))
+        self.stdout.write(f"  dataset {snapshot.label}: {snapshot.n_records} trajectories")
