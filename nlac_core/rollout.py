@@ -51,7 +51,7 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
             source_checkpoint: str = "", progress: ProgressFn | None = None,
             should_stop: Callable[[], bool] | None = None,
             on_trajectory: Callable[[TrajectoryRecord], None] | None = None,
-            skip: Collection[tuple[str, int]] = ()) -> list[TrajectoryRecord]:
+            skip: Collection[tuple[str, int]] = (), supervisor=None) -> list[TrajectoryRecord]:
     """Play every task ``trials`` times; the finished episodes as TrajectoryRecords, in task then trial order.
 
     ``env`` is a template slot (its siblings are spawned); ``spec`` defaults to the
@@ -59,7 +59,9 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
     environment's own cap; ``progress(done, total)`` is called as episodes finish;
     ``on_trajectory`` receives each one when it finishes (to store it at once); ``skip`` names
     (task external_id, trial) slots not to play (a resumed job's finished episodes: the others keep
-    their seeds, so they play as they would have).
+    their seeds, so they play as they would have). ``supervisor`` (``nlac_core.supervision.Supervisor``) puts
+    a runtime critic between the policy's proposals and the environment: only the actions it lets through
+    (or the last revisions) are executed, and its checks are kept on the executed steps.
     """
     if trials < 1:
         raise EnvError(f"rollout: trials must be at least 1, got {trials}")
@@ -82,7 +84,8 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
         nonlocal finished
         record = envs[i].trajectory(trial=slots[i][1], source_model=source_model or policy.model,
                                     source_checkpoint=source_checkpoint,
-                                    meta={**meta, "trial_seed": trial_seeds[i], "turn_seeds": seeds_used[i]})
+                                    meta={**meta, "trial_seed": trial_seeds[i], "turn_seeds": seeds_used[i],
+                                          **({"supervision": supervisor.summary(envs[i])} if supervisor else {})})
         results[i] = record
         finished += 1
         if on_trajectory is not None:
@@ -115,12 +118,15 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
         if len(completions) != len(live):
             raise RuntimeError(f"backend {policy.name} answered {len(completions)} of {len(live)} policy requests")
         starts = [len(envs[i].messages) for i in live]
-        Environment.step_batch([envs[i] for i in live],
-                               [r.assistant_prefix + c.text for r, c in zip(rendered, completions, strict=True)])
-        for i, start, completion in zip(live, starts, completions, strict=True):
+        actions = [r.assistant_prefix + c.text for r, c in zip(rendered, completions, strict=True)]
+        checks: list[list[dict]] = [[] for _ in live]
+        if supervisor is not None:
+            actions, checks = supervisor.review([envs[i] for i in live], rendered, actions)
+        Environment.step_batch([envs[i] for i in live], actions)
+        for i, start, completion, check in zip(live, starts, completions, checks, strict=True):
             slot = envs[i]
             slot.count("policy", [completion])
-            _mark_action(slot, start, completion.finish_reason)
+            _mark_action(slot, start, completion.finish_reason, check)
             if not slot.done and max_turns is not None and slot.turns >= max_turns:
                 slot.truncate("max_turns")
             if slot.done:
@@ -138,12 +144,14 @@ def takes_row_seeds(backend: Backend) -> bool:
         return False
 
 
-def _mark_action(slot: Environment, start: int, finish_reason: str) -> None:
-    """Note on the step's assistant message how its generation ended ("length": cut by the token budget)."""
+def _mark_action(slot: Environment, start: int, finish_reason: str, supervision: list[dict] | None = None) -> None:
+    """Note on the step's assistant message how its generation ended ("length": cut by the token budget), and
+    the runtime critic's checks of it when there were any."""
     for index in range(start, len(slot.messages)):
         message = slot.messages[index]
         if message.role == "assistant":
-            slot.messages[index] = replace(message, meta={**message.meta, "finish_reason": finish_reason})
+            extra = {"supervision": supervision} if supervision else {}
+            slot.messages[index] = replace(message, meta={**message.meta, "finish_reason": finish_reason, **extra})
             return
 
 

@@ -112,4 +112,9 @@ RUNTIME_CRITIC = PromptTemplate(
     user="POLICY:\n{policy}\n\nCONVERSATION SO FAR:\n{state}\n\nPROPOSED ACTION:\n{action}\n\nCheck the action.",
 )
 
+# What the actor is told when the runtime critic stops a proposed action (the actor only: never the user
+# simulator or the environment). Follows the actor's own prompt and its rejected proposal.
+ACTOR_FEEDBACK = ("A reviewer checked that action before it ran and stopped it.\nFEEDBACK: {feedback}\n\n"
+                  "Write your action again, following the feedback, in the same format.")
+
 ALL = (SUCCESSOR, EVALUATOR, EVALUATOR_ZERO_SHOT, BACKUP, BACKUP_TERMINAL, REFINE, AGENT_POLICY, RUNTIME_CRITIC)

@@ -1,0 +1,162 @@
+"""The asymmetric actor-critic at run time: a critic checks each action the actor proposes before it runs.
+
+At an agent step the actor proposes an action; the critic, given the task's policy, the conversation so far
+and the proposal, answers ``approve`` or ``intervene`` with feedback. On intervene the feedback goes to the
+actor alone (a private follow-up to its own prompt: never into the episode's messages, so neither the user
+simulator nor the environment sees it) and the actor proposes again. A step gets at most ``max_rounds``
+revisions and an episode at most ``max_interventions`` interventions; after that the last proposal runs
+unchecked. Only the executed action reaches the environment.
+
+Every check is kept on the executed assistant message (``meta["supervision"]``: proposal, decision, feedback,
+round, the critic's prompt id) and summed up in the trajectory's ``meta["supervision"]``.
+
+The decision is chosen by comparing the log-likelihoods of the two words after ``DECISION:`` (never an
+invalid answer; a backend without log-likelihoods writes the word); the feedback is written after
+``DECISION: intervene`` / ``FEEDBACK:``. ``Supervisor.review`` is the hook ``rollout.rollout`` calls
+between the actor's proposals and the environment step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nlac_core.actions import parse_tool_action
+from nlac_core.backends.base import Backend, ChatRequest, SamplingSpec
+from nlac_core.prompts.base import Rendered
+from nlac_core.prompts.nlac import ACTOR_FEEDBACK, DECISIONS, RUNTIME_CRITIC
+from nlac_core.sections import choose, continue_line
+from nlac_core.state import DEFAULT_MAX_CHARS, render_messages
+from nlac_core.successor import clip_action
+
+WHERE = ("all", "state_changing")
+# Tool names that read and never change anything: not checked when only state-changing calls are.
+READ_ONLY_PREFIXES = ("get_", "list_", "search_", "find_", "lookup_", "read_", "check_", "calculate", "think")
+
+
+@dataclass(frozen=True)
+class SupervisionConfig:
+    max_rounds: int = 2  # revisions per step after an intervention
+    max_interventions: int = 4  # per episode
+    where: str = "all"  # every action, or only state-changing tool calls
+    feedback_tokens: int = 64
+    max_state_chars: int = DEFAULT_MAX_CHARS
+    max_policy_chars: int = 4000
+
+    def __post_init__(self) -> None:
+        if self.where not in WHERE:
+            raise ValueError(f"where: expected one of {', '.join(WHERE)}, got {self.where!r}")
+        if self.max_rounds < 0 or self.max_interventions < 0:
+            raise ValueError("max_rounds and max_interventions must be 0 or more")
+
+
+def is_state_changing(action_text: str) -> bool:
+    """A tool call whose name is not a read-only one; replies to the user and reads are not."""
+    action, error = parse_tool_action(action_text)
+    if error or action is None or action.tool_call is None:
+        return False
+    return not action.tool_call.name.lower().startswith(READ_ONLY_PREFIXES)
+
+
+class Supervisor:
+    """The critic between the actor and the environment, for the episodes of one rollout."""
+
+    def __init__(self, actor: Backend, critic: Backend, config: SupervisionConfig | None = None,
+                 actor_spec: SamplingSpec | None = None) -> None:
+        self.actor = actor
+        self.critic = critic
+        self.config = config or SupervisionConfig()
+        self.actor_spec = actor_spec or SamplingSpec(max_new_tokens=96)
+        self.critic_spec = SamplingSpec(max_new_tokens=self.config.feedback_tokens)
+        self._used: dict[int, int] = {}  # interventions per episode (keyed by the environment slot)
+        self._checks: dict[int, int] = {}
+
+    # -- the hook -------------------------------------------------------------------------------------------
+
+    def review(self, slots: list[Any], rendered: list[Rendered], proposals: list[str]) -> tuple[list[str],
+                                                                                                list[list[dict]]]:
+        """The actions to execute (one per slot) and each step's supervision records."""
+        final = list(proposals)
+        records: list[list[dict]] = [[] for _ in slots]
+        followups: list[list[dict[str, Any]]] = [[] for _ in slots]  # the actor's private conversation
+        pending = [j for j in range(len(slots)) if self._eligible(slots[j], final[j], 0)]
+        round_no = 0
+        while pending:
+            decisions = self._check([slots[j] for j in pending], [final[j] for j in pending])
+            revise = []
+            for j, (decision, feedback) in zip(pending, decisions, strict=True):
+                key = id(slots[j])
+                self._checks[key] = self._checks.get(key, 0) + 1
+                records[j].append({"round": round_no, "proposal": final[j], "decision": decision,
+                                   "feedback": feedback, "critic_prompt_id": RUNTIME_CRITIC.prompt_id,
+                                   "critic_model": self.critic.model})
+                if decision == "intervene":
+                    self._used[key] = self._used.get(key, 0) + 1
+                    revise.append((j, feedback))
+            if not revise:
+                break
+            requests = []
+            for j, feedback in revise:
+                followups[j] += [{"role": "assistant", "content": final[j]},
+                                 {"role": "user", "content": ACTOR_FEEDBACK.format(feedback=feedback)}]
+                requests.append(ChatRequest(list(rendered[j].messages) + followups[j], rendered[j].assistant_prefix))
+            spec = replace(self.actor_spec, seed=None if self.actor_spec.seed is None else self.actor_spec.seed
+                           + round_no + 1)
+            for (j, _), completion in zip(revise, self.actor.generate(requests, spec), strict=True):
+                final[j] = rendered[j].assistant_prefix + completion.text
+            round_no += 1
+            pending = [j for j, _ in revise if self._eligible(slots[j], final[j], round_no)]
+        for j in range(len(slots)):
+            last = records[j][-1] if records[j] else None
+            if last is None or last["proposal"] != final[j] or last["decision"] == "intervene":
+                records[j].append({"round": round_no if last else 0, "proposal": final[j],
+                                   "decision": "unchecked", "feedback": "",
+                                   "reason": self._why_unchecked(slots[j], final[j])})
+            records[j][-1]["executed"] = True
+        return final, records
+
+    def summary(self, slot: Any) -> dict[str, Any]:
+        key = id(slot)
+        return {"critic_model": self.critic.model, "critic_backend": self.critic.name,
+                "critic_prompt_id": RUNTIME_CRITIC.prompt_id, "max_rounds": self.config.max_rounds,
+                "max_interventions": self.config.max_interventions, "where": self.config.where,
+                "interventions": self._used.get(key, 0), "checks": self._checks.get(key, 0)}
+
+    # -- inside ---------------------------------------------------------------------------------------------
+
+    def _eligible(self, slot, proposal: str, round_no: int) -> bool:
+        """A proposal is checked only when an intervention could still change it: a revision round is left
+        (the last revision runs as it is), the episode has interventions left, and it is the kind of action
+        checked here."""
+        if round_no >= self.config.max_rounds or self._used.get(id(slot), 0) >= self.config.max_interventions:
+            return False
+        return self.config.where == "all" or is_state_changing(proposal)
+
+    def _why_unchecked(self, slot, proposal: str) -> str:
+        if self.config.where == "state_changing" and not is_state_changing(proposal):
+            return "not a state-changing tool call"
+        if self._used.get(id(slot), 0) >= self.config.max_interventions:
+            return "the episode's interventions are used up"
+        return "the step's revision rounds are used up"
+
+    def _requests(self, slots, proposals) -> list[ChatRequest]:
+        out = []
+        for slot, proposal in zip(slots, proposals, strict=True):
+            policy = (slot.policy_text or "(no written policy)").strip()
+            if len(policy) > self.config.max_policy_chars:
+                policy = policy[: self.config.max_policy_chars - 8] + " ...[cut]"
+            rendered = RUNTIME_CRITIC.render(policy=policy, state=render_messages(slot.messages,
+                                                                                self.config.max_state_chars),
+                                             action=clip_action(proposal))
+            out.append(rendered.request())
+        return out
+
+    def _check(self, slots, proposals) -> list[tuple[str, str]]:
+        requests = self._requests(slots, proposals)
+        probs = choose(self.critic, requests, "DECISION", DECISIONS, self.critic_spec)
+        decisions = [max(p, key=p.get) if p else "approve" for p in probs]  # unreadable: the action runs
+        stopped = [r for r, d in zip(requests, decisions, strict=True) if d == "intervene"]
+        lines = iter(continue_line(self.critic, [ChatRequest(r.messages, "DECISION: intervene\n") for r in stopped],
+                                   "FEEDBACK", self.critic_spec))
+        return [(d, (next(lines) or "the action does not follow the policy") if d == "intervene" else "")
+                for d in decisions]
