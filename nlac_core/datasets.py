@@ -110,10 +110,12 @@ def human_critique_record(step: StepView, human: HumanCritique, futures_text: st
 
 
 def runtime_record(step: StepView, policy: str, verdict: str, feedback: str, provenance: dict[str, Any],
-                   source: str, max_state_chars: int = DEFAULT_MAX_CHARS, max_policy_chars: int = 4000) -> Record:
+                   source: str, max_state_chars: int = DEFAULT_MAX_CHARS, max_policy_chars: int = 4000,
+                   action: str | None = None) -> Record:
     """(policy, context, proposed action) -> approve, or intervene with feedback. An optimal action is
-    approved; a suboptimal or harmful one is intervened on, the feedback being what the critique said."""
-    t = transition_of(step, None, max_state_chars)
+    approved; a suboptimal or harmful one is intervened on, the feedback being what the critique said.
+    ``action``: the proposal judged, when it is not the step's recorded action (one the critic rejected)."""
+    t = transition_of(step, action, max_state_chars)
     policy = (policy or "(no written policy)").strip()
     if len(policy) > max_policy_chars:
         policy = policy[: max_policy_chars - 8] + " ...[cut]"

@@ -55,6 +55,12 @@ class Critique:
     # sectioned mode: P(verdict) over the three words, and how it was calibrated ("content_free" or "")
     verdict_probs: dict[str, float] = field(default_factory=dict)
     verdict_calibration: str = ""
+    # mode "runtime" (a runtime critic's check, nlac_core.supervision): the action it judged when that is not
+    # the step's recorded one (a proposal it rejected), approve/intervene, the revision round, whether it ran
+    action: str = ""
+    decision: str = ""
+    round: int = 0
+    executed: bool = True
 
     def render(self) -> str:
         """The critique as the refinement prompt and the SFT target show it."""

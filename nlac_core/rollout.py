@@ -98,9 +98,22 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
                 settle(i)
     if progress:
         progress(finished, total)
+    play(envs, policy, spec, trial_seeds, seeds_used, lambda i: results[i] is None, settle, max_turns=max_turns,
+         supervisor=supervisor, should_stop=should_stop,
+         after_turn=(lambda: progress(finished, total)) if progress else None)
+    return [r for r in results if r is not None]
+
+
+def play(envs: Sequence[Environment], policy: Backend, spec: SamplingSpec, trial_seeds: Sequence[int | None],
+         seeds_used: Sequence[list[int | None]], is_live: Callable[[int], bool], settle: Callable[[int], None], *,
+         max_turns: int | None = None, supervisor=None, should_stop: Callable[[], bool] | None = None,
+         after_turn: Callable[[], None] | None = None) -> None:
+    """The turns of episodes already started (reset, or restored from a recorded prefix): every live slot acts
+    once per turn, through the supervisor when there is one; ``settle(i)`` is called when slot ``i`` ends."""
+    per_row = takes_row_seeds(policy)
     turn = 0
     while True:
-        live = [i for i in range(total) if results[i] is None]
+        live = [i for i in range(len(envs)) if is_live(i)]
         if not live or (should_stop and should_stop()):
             break
         call_spec = replace(spec, seed=derive_seed(spec.seed, "turn", turn))
@@ -117,23 +130,29 @@ def rollout(env: Environment, policy: Backend, tasks: Sequence[TaskRecord], *, t
         turn += 1
         if len(completions) != len(live):
             raise RuntimeError(f"backend {policy.name} answered {len(completions)} of {len(live)} policy requests")
-        starts = [len(envs[i].messages) for i in live]
         actions = [r.assistant_prefix + c.text for r, c in zip(rendered, completions, strict=True)]
         checks: list[list[dict]] = [[] for _ in live]
         if supervisor is not None:
             actions, checks = supervisor.review([envs[i] for i in live], rendered, actions)
-        Environment.step_batch([envs[i] for i in live], actions)
-        for i, start, completion, check in zip(live, starts, completions, checks, strict=True):
-            slot = envs[i]
-            slot.count("policy", [completion])
-            _mark_action(slot, start, completion.finish_reason, check)
-            if not slot.done and max_turns is not None and slot.turns >= max_turns:
-                slot.truncate("max_turns")
-            if slot.done:
+        step([envs[i] for i in live], actions, [c.finish_reason for c in completions], checks, max_turns)
+        for i, completion in zip(live, completions, strict=True):
+            envs[i].count("policy", [completion])
+            if envs[i].done:
                 settle(i)
-        if progress:
-            progress(finished, total)
-    return [r for r in results if r is not None]
+        if after_turn:
+            after_turn()
+
+
+def step(envs: Sequence[Environment], actions: Sequence[str], finish_reasons: Sequence[str],
+         checks: Sequence[list[dict]], max_turns: int | None = None) -> None:
+    """Execute one action per slot; mark each step's assistant message (how its generation ended, the runtime
+    critic's checks) and end the slots that reached ``max_turns``."""
+    starts = [len(env.messages) for env in envs]
+    Environment.step_batch(envs, actions)
+    for env, start, finish_reason, check in zip(envs, starts, finish_reasons, checks, strict=True):
+        _mark_action(env, start, finish_reason, check)
+        if not env.done and max_turns is not None and env.turns >= max_turns:
+            env.truncate("max_turns")
 
 
 def takes_row_seeds(backend: Backend) -> bool:

@@ -14,20 +14,26 @@ The decision is chosen by comparing the log-likelihoods of the two words after `
 invalid answer; a backend without log-likelihoods writes the word); the feedback is written after
 ``DECISION: intervene`` / ``FEEDBACK:``. ``Supervisor.review`` is the hook ``rollout.rollout`` calls
 between the actor's proposals and the environment step.
+
+``judge_recorded`` replays the critic offline on recorded episodes (an imported tau-bench run): it judges each
+recorded action as if it had been proposed, and nothing is re-run. ``as_critique`` turns one check into the
+``Critique`` record (mode ``runtime``) that the app stores, shows and lets annotators correct.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nlac_core.actions import parse_tool_action
-from nlac_core.backends.base import Backend, ChatRequest, SamplingSpec
+from nlac_core.actions import parse_tool_action, render_message_action
+from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSpec
+from nlac_core.outputs import Critique, StepRef
 from nlac_core.prompts.base import Rendered
 from nlac_core.prompts.nlac import ACTOR_FEEDBACK, DECISIONS, RUNTIME_CRITIC
 from nlac_core.sections import choose, continue_line
-from nlac_core.state import DEFAULT_MAX_CHARS, render_messages
-from nlac_core.successor import clip_action
+from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages
+from nlac_core.successor import clip_action, ref_of
 
 WHERE = ("all", "state_changing")
 # Tool names that read and never change anything: not checked when only state-changing calls are.
@@ -115,6 +121,34 @@ class Supervisor:
             records[j][-1]["executed"] = True
         return final, records
 
+    def force(self, slots: list[Any], rendered: list[Rendered], proposals: list[str]) -> tuple[list[str],
+                                                                                               list[list[dict]]]:
+        """An intervention forced on each proposal (a counterfactual of an approved step): the critic writes its
+        feedback after ``DECISION: intervene``, the actor revises once, and the revision runs unchecked."""
+        feedback = self._feedback(self._requests(slots, proposals))
+        requests = [ChatRequest(list(r.messages) + [{"role": "assistant", "content": p},
+                                                    {"role": "user", "content": ACTOR_FEEDBACK.format(feedback=f)}],
+                                r.assistant_prefix) for r, p, f in zip(rendered, proposals, feedback, strict=True)]
+        revisions = [r.assistant_prefix + c.text for r, c in zip(rendered, self.actor.generate(requests,
+                                                                                                self.actor_spec),
+                                                                  strict=True)]
+        records = []
+        for slot, proposal, text, revision in zip(slots, proposals, feedback, revisions, strict=True):
+            self._used[id(slot)] = self._used.get(id(slot), 0) + 1
+            self._checks[id(slot)] = self._checks.get(id(slot), 0) + 1
+            records.append([{"round": 0, "proposal": proposal, "decision": "intervene", "feedback": text,
+                             "forced": True, "critic_prompt_id": RUNTIME_CRITIC.prompt_id,
+                             "critic_model": self.critic.model},
+                            {"round": 1, "proposal": revision, "decision": "unchecked", "feedback": "",
+                             "reason": "the revision after a forced intervention runs as it is", "executed": True}])
+        return revisions, records
+
+    def start(self, slot: Any, interventions: int = 0, checks: int = 0) -> None:
+        """Count what an episode restored from a recorded prefix had already used (a counterfactual re-run keeps
+        the episode's intervention budget)."""
+        self._used[id(slot)] = interventions
+        self._checks[id(slot)] = checks
+
     def summary(self, slot: Any) -> dict[str, Any]:
         key = id(slot)
         return {"critic_model": self.critic.model, "critic_backend": self.critic.name,
@@ -155,8 +189,48 @@ class Supervisor:
         requests = self._requests(slots, proposals)
         probs = choose(self.critic, requests, "DECISION", DECISIONS, self.critic_spec)
         decisions = [max(p, key=p.get) if p else "approve" for p in probs]  # unreadable: the action runs
-        stopped = [r for r, d in zip(requests, decisions, strict=True) if d == "intervene"]
-        lines = iter(continue_line(self.critic, [ChatRequest(r.messages, "DECISION: intervene\n") for r in stopped],
-                                   "FEEDBACK", self.critic_spec))
-        return [(d, (next(lines) or "the action does not follow the policy") if d == "intervene" else "")
-                for d in decisions]
+        lines = iter(self._feedback([r for r, d in zip(requests, decisions, strict=True) if d == "intervene"]))
+        return [(d, next(lines) if d == "intervene" else "") for d in decisions]
+
+    def _feedback(self, requests: list[ChatRequest]) -> list[str]:
+        """What the critic writes after ``DECISION: intervene`` / ``FEEDBACK:``, one line per request."""
+        lines = continue_line(self.critic, [ChatRequest(r.messages, "DECISION: intervene\n") for r in requests],
+                              "FEEDBACK", self.critic_spec)
+        return [line or "the action does not follow the policy" for line in lines]
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """A recorded state seen as a slot: what the critic's prompt needs."""
+
+    policy_text: str
+    messages: tuple
+
+
+def judge_recorded(critic: Backend, steps: Sequence[StepView], config: SupervisionConfig | None = None,
+                   ) -> list[Critique]:
+    """The critic's check of each recorded action, offline (mode ``runtime``, round 0). Steps that would not be
+    checked under ``config.where`` are left out: the result lists only the judged steps, in order."""
+    config = config or SupervisionConfig()
+    judged = [s for s in steps if config.where == "all" or is_state_changing(render_message_action(s.action))]
+    if not judged:
+        return []
+    supervisor = Supervisor(critic, critic, config)
+    actions = [render_message_action(s.action) for s in judged]
+    decisions = supervisor._check([_Recorded(s.trajectory.policy, s.history) for s in judged], actions)
+    provenance = Provenance.of(RUNTIME_CRITIC.prompt_id, critic, supervisor.critic_spec)
+    return [as_critique(ref_of(s), {"round": 0, "proposal": action, "decision": d, "feedback": f, "executed": True},
+                        provenance)
+            for s, action, (d, f) in zip(judged, actions, decisions, strict=True)]
+
+
+def as_critique(ref: StepRef, check: dict[str, Any], provenance: Provenance) -> Critique:
+    """One check as a Critique: approve is the verdict "optimal", intervene "suboptimal"; the feedback is the
+    reasoning and the suggestion (what an annotator corrects); ``action`` is the proposal judged."""
+    decision = check["decision"]
+    feedback = check.get("feedback") or ""
+    return Critique(step=ref, predicted_future="", success_prob=None,
+                    verdict="optimal" if decision == "approve" else "suboptimal", reasoning=feedback,
+                    suggestion=feedback, raw_text=f"DECISION: {decision}\nFEEDBACK: {feedback}".strip(),
+                    parse_ok=True, provenance=provenance, mode="runtime", action=check["proposal"], decision=decision,
+                    round=int(check.get("round", 0)), executed=bool(check.get("executed", False)))

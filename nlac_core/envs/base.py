@@ -241,6 +241,23 @@ class Environment(ABC):
             env.total_reward += result.reward
         return results
 
+    def restore(self, task: TaskRecord, prefix: Sequence[Message]) -> None:
+        """Put the slot in the state a recorded episode was in after ``prefix`` (its messages before an agent
+        step), without any LLM call: the start of a counterfactual re-run from that step. The turn count and the
+        return are those of the prefix's agent actions (their ``meta["reward"]``); the rest of the state is the
+        environment's (``_restore``)."""
+        self._clear(task)
+        self.messages = list(prefix)
+        actions = [m for m in prefix if m.role == "assistant" and "reward" in m.meta]
+        self.turns = len(actions)
+        self.total_reward = float(sum(m.meta.get("reward") or 0.0 for m in actions))
+        self._restore(task, self.messages)
+
+    def _restore(self, task: TaskRecord, prefix: list[Message]) -> None:
+        """The state beyond the messages: none by default (the episode is its conversation, as in MATH and 20
+        Questions); an environment with more (a database) rebuilds it here from the task and the prefix."""
+        return None
+
     def policy_rendered(self) -> Rendered:
         if self.task is None:
             raise RuntimeError(f"{self.name}: no episode (call reset first)")

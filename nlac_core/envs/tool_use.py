@@ -183,13 +183,7 @@ class ToolUseEnv(Environment):
     # -- episode ---------------------------------------------------------------------------------------------
 
     def _reset(self, task: TaskRecord):
-        state = task.meta.get("initial_state") or {}
-        ctx = Context(str(self._shared.folder / "tasks.json"), f"task {task.external_id}")
-        history = [parse_message(Obj(m, ctx, f"initial_state.message_history[{i}]"))
-                   for i, m in enumerate(state.get("message_history") or [])]
-        self.domain = self._shared.initial.copy()
-        self.domain.initialize(state, history, f"tool_use task {task.external_id}")
-        self.initial = self.domain.copy()
+        history = self._start(task)
         self.messages.extend(history)
         if not history:
             self.messages.append(Message(role="assistant", content=GREETING, meta={"scripted": True}))
@@ -201,6 +195,28 @@ class ToolUseEnv(Environment):
                 self.total_reward += reward  # no step adds it: the episode ended before the agent acted
             return text
         return last.content or ""
+
+    def _start(self, task: TaskRecord) -> list[Message]:
+        """The database in the task's initial state (data, actions, the history's tool calls); returns the
+        message history the task starts from (tau2's ``initial_state.message_history``)."""
+        state = task.meta.get("initial_state") or {}
+        ctx = Context(str(self._shared.folder / "tasks.json"), f"task {task.external_id}")
+        history = [parse_message(Obj(m, ctx, f"initial_state.message_history[{i}]"))
+                   for i, m in enumerate(state.get("message_history") or [])]
+        self.domain = self._shared.initial.copy()
+        self.domain.initialize(state, history, f"tool_use task {task.external_id}")
+        self.initial = self.domain.copy()
+        return history
+
+    def _restore(self, task: TaskRecord, prefix: list[Message]) -> None:
+        """The database after ``prefix``: the task's initial state and history, then every tool call the prefix
+        executed (the agent's valid calls and the user's own), in order."""
+        history = self._start(task)
+        for message in prefix[len(history):]:
+            if message.role == "assistant" and message.meta.get("action_error"):
+                continue  # refused before it ran
+            for call in message.tool_calls:
+                self.domain.call(call.name, call.arguments, "user" if message.role == "user" else "assistant")
 
     def _step(self, action_text: str):
         text = (action_text or "").strip()

@@ -16,6 +16,7 @@ STEP_CHOICES = ("all", "first", "last")
 ENVS = ("twenty_questions", "math", "tool_use")
 CRITIQUE_MODES = ("sectioned", "free", "free_zero_shot")
 MAX_ITEMS = 100_000
+SUPERVISE_WHERE = ("all", "state_changing")  # nlac_core.supervision.WHERE
 
 
 class ConfigError(ValueError):
@@ -443,10 +444,129 @@ class EvaluateCriticJob(ModelChoice):
             raise ConfigError("calibrate_verdicts", "expected true or false")
 
 
+def _check_supervision(config) -> None:
+    """The runtime critic's settings shared by the supervised kinds."""
+    _choice("critic_backend", config.critic_backend, ("hf", "vllm"))
+    if config.critic_checkpoint is not None:
+        _int("critic_checkpoint", config.critic_checkpoint, 1, 2**62)
+    _int("max_rounds", config.max_rounds, 0, 8)
+    _int("max_interventions", config.max_interventions, 0, 100)
+    _choice("where", config.where, SUPERVISE_WHERE)
+    _int("feedback_tokens", config.feedback_tokens, 4, 512)
+
+
+@dataclass(frozen=True)
+class SupervisedRolloutJob(RolloutJob):
+    """The asymmetric actor-critic on an environment: the actor (this job's model: a checkpoint or an endpoint)
+    proposes, the critic (``critic_checkpoint``, a small local model) approves or intervenes with feedback, at most
+    ``max_rounds`` revisions per step and ``max_interventions`` per episode. ``both_arms`` also plays the same
+    tasks and seeds without the critic (the baseline arm); ``counterfactuals`` re-runs every intervened step
+    without its intervention and ``forced_sample`` approved steps with a forced one (helpfulness, harmfulness)."""
+
+    KIND: ClassVar[str] = "supervised-rollout"
+    env: str = "tool_use"
+    critic_backend: str = "hf"
+    critic_checkpoint: int | None = None  # None: the embedded model
+    max_rounds: int = 2
+    max_interventions: int = 4
+    where: str = "all"  # every action, or only state-changing tool calls
+    feedback_tokens: int = 64
+    both_arms: bool = True
+    counterfactuals: bool = True
+    forced_sample: int = 10
+
+    def validate(self) -> None:
+        super().validate()
+        _check_supervision(self)
+        for name in ("both_arms", "counterfactuals"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, "expected true or false")
+        _int("forced_sample", self.forced_sample, 0, MAX_ITEMS)
+
+
+@dataclass(frozen=True)
+class ReplayCriticJob(ModelChoice):
+    """A runtime critic (this job's model) judged offline on recorded episodes (an imported tau-bench run): each
+    selected agent step's recorded action is checked as if it had been proposed; the checks are stored as runtime
+    critiques of the steps (annotators can correct them). Nothing is re-run."""
+
+    KIND: ClassVar[str] = "replay-critic"
+    steps: str = "all"
+    max_steps: int = 1000
+    where: str = "all"
+    feedback_tokens: int = 64
+    chunk_size: int = 8
+    max_state_chars: int = 2000
+
+    def validate(self) -> None:
+        super().validate()
+        if self.backend == "openai":
+            raise ConfigError("backend", "the runtime critic decides by log-likelihood: use hf or vllm")
+        _check_step_selection(self)
+        _choice("where", self.where, SUPERVISE_WHERE)
+        _int("feedback_tokens", self.feedback_tokens, 4, 512)
+        _int("chunk_size", self.chunk_size, 1, 256)
+        _int("max_state_chars", self.max_state_chars, 200, 100_000)
+
+
+@dataclass(frozen=True)
+class CriticDataJob(ModelChoice):
+    """The runtime critic's data from hard tasks: the actor (this job's model) plays each training task ``k``
+    times; tasks it does not reliably solve are hard; each failed episode's first error is found from the task's
+    gold actions (episodes where that is not possible go to an annotator queue); the targets are intervene (with
+    feedback) at the first error and approve on the correct actions (``approve_ratio`` approvals per
+    intervention), optionally kept only when re-running with the feedback succeeds (``validate``). Output: a
+    runtime-critic dataset snapshot and, with ``train``, a train-critic job on it (base: ``critic_checkpoint``)."""
+
+    KIND: ClassVar[str] = "critic-data"
+    env: str = "tool_use"
+    split: str = "synthetic_train"
+    tasks: int = 20
+    k: int = 4
+    max_turns: int | None = 10
+    max_new_tokens: int | None = None
+    temperature: float = 0.7
+    seed: int = 0
+    approve_ratio: float = 1.0
+    validate_feedback: bool = False
+    project: str = ""  # default "<env> critic data"
+    dataset: str = ""  # default "runtime critic from job <id>"
+    train: bool = True
+    critic_checkpoint: int | None = None  # the critic's base model for training (None: the embedded model)
+    train_max_steps: int | None = 50
+    learning_rate: float = 2e-5
+
+    def validate(self) -> None:
+        super().validate()
+        _choice("env", self.env, ("tool_use",))
+        _int("tasks", self.tasks, 1, 10_000)
+        _int("k", self.k, 1, 64)
+        if self.max_turns is not None:
+            _int("max_turns", self.max_turns, 1, 1000)
+        if self.max_new_tokens is not None:
+            _int("max_new_tokens", self.max_new_tokens, 1, 4096)
+        _float("temperature", self.temperature, 0.0, 2.0)
+        if self.k > 1 and self.temperature == 0:
+            raise ConfigError("temperature", "k self-play trials of a task need sampling: set a temperature above 0")
+        _int("seed", self.seed, 0, 2**31 - 1)
+        _float("approve_ratio", self.approve_ratio, 0.0, 100.0)
+        for name in ("validate_feedback", "train"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, "expected true or false")
+        if len(self.project) > 200 or len(self.dataset) > 200:
+            raise ConfigError("project" if len(self.project) > 200 else "dataset", "at most 200 characters")
+        if self.critic_checkpoint is not None:
+            _int("critic_checkpoint", self.critic_checkpoint, 1, 2**62)
+        if self.train_max_steps is not None:
+            _int("train_max_steps", self.train_max_steps, 1, 1_000_000)
+        _float("learning_rate", self.learning_rate, 1e-8, 1.0)
+
+
 KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RefineJob, RolloutJob,
                                                           EvaluateJob, TrainCriticJob, DistillPolicyJob,
                                                           NlacIterationJob, ImportJob, ExportJob, BuildSnapshotJob,
-                                                          ExportSnapshotJob, EvaluateCriticJob)}
+                                                          ExportSnapshotJob, EvaluateCriticJob, SupervisedRolloutJob,
+                                                          ReplayCriticJob, CriticDataJob)}
 
 
 def config_class(kind: str) -> type[JobConfig]:

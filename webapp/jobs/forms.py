@@ -217,6 +217,80 @@ class NlacIterationForm(LaunchForm):
         return data
 
 
+class SupervisedRolloutForm(RolloutForm):
+    KIND = "supervised-rollout"
+    env = forms.ChoiceField(choices=[(e, e) for e in ENVS], initial="tool_use", label="Environment")
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                        empty_label="embedded SmolLM2-135M-Instruct", label="Actor checkpoint")
+    critic_backend = forms.ChoiceField(choices=[("hf", "hf"), ("vllm", "vllm")], initial="hf")
+    critic_checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                               empty_label="embedded SmolLM2-135M-Instruct", label="Critic checkpoint")
+    max_rounds = forms.IntegerField(initial=2, min_value=0, max_value=8, label="R revision rounds per step")
+    max_interventions = forms.IntegerField(initial=4, min_value=0, max_value=100, label="I interventions per episode")
+    where = forms.ChoiceField(choices=[("all", "every action"), ("state_changing", "state-changing tool calls only")],
+                              initial="all", label="Check")
+    feedback_tokens = forms.IntegerField(initial=64, min_value=4, max_value=512)
+    both_arms = forms.BooleanField(required=False, initial=True, label="Also run without the critic (baseline arm)")
+    counterfactuals = forms.BooleanField(required=False, initial=True,
+                                         label="Counterfactual re-runs (helpfulness, harmfulness)")
+    forced_sample = forms.IntegerField(initial=10, min_value=0, max_value=MAX_ITEMS,
+                                       label="Approved steps re-run with a forced intervention")
+    project = forms.CharField(required=False, max_length=200, help_text="where the episodes go "
+                                                                        "(default: '<env> supervised')")
+
+    def config(self) -> dict[str, Any]:
+        data = super().config()
+        data["critic_checkpoint"] = data["critic_checkpoint"].pk if data.get("critic_checkpoint") else None
+        for name in ("both_arms", "counterfactuals"):
+            data[name] = bool(self.cleaned_data.get(name))
+        return data
+
+
+class ReplayCriticForm(LaunchForm):
+    KIND = "replay-critic"
+    backend = forms.ChoiceField(choices=[("hf", "hf"), ("vllm", "vllm")], initial="hf")
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                        empty_label="embedded SmolLM2-135M-Instruct", label="Critic checkpoint")
+    steps = forms.CharField(initial="all", max_length=200, help_text="all, first, last, or step numbers like 0,2,-1")
+    max_steps = forms.IntegerField(initial=200, min_value=1, max_value=MAX_ITEMS)
+    where = forms.ChoiceField(choices=[("all", "every action"), ("state_changing", "state-changing tool calls only")],
+                              initial="all", label="Judge")
+    feedback_tokens = forms.IntegerField(initial=64, min_value=4, max_value=512)
+    chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256)
+
+
+class CriticDataForm(LaunchForm):
+    KIND = "critic-data"
+    SELECTION = False
+    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                        empty_label="embedded SmolLM2-135M-Instruct", label="Actor checkpoint")
+    split = forms.CharField(initial="synthetic_train", max_length=50, help_text="the training tasks")
+    tasks = forms.IntegerField(initial=20, min_value=1, max_value=10_000)
+    k = forms.IntegerField(initial=4, min_value=1, max_value=64, label="k self-play trials per task")
+    max_turns = forms.IntegerField(required=False, initial=10, min_value=1, max_value=1000)
+    temperature = forms.FloatField(initial=0.7, min_value=0.0, max_value=2.0)
+    seed = forms.IntegerField(initial=0, min_value=0)
+    approve_ratio = forms.FloatField(initial=1.0, min_value=0.0, max_value=100.0,
+                                     label="Approve targets per intervene target")
+    validate_feedback = forms.BooleanField(required=False, label="Keep an intervene target only if re-running with "
+                                                                 "its feedback succeeds")
+    project = forms.CharField(required=False, max_length=200, help_text="default: '<env> critic data'")
+    dataset = forms.CharField(required=False, max_length=200, help_text="default: 'runtime critic from job N'")
+    train = forms.BooleanField(required=False, initial=True, label="Train a critic on the snapshot")
+    critic_checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
+                                               empty_label="embedded SmolLM2-135M-Instruct", label="Critic base model")
+    train_max_steps = forms.IntegerField(required=False, initial=50, min_value=1, label="SFT max steps")
+    learning_rate = forms.FloatField(initial=2e-5, min_value=1e-8, max_value=1.0)
+
+    def config(self) -> dict[str, Any]:
+        data = super().config()
+        data["critic_checkpoint"] = data["critic_checkpoint"].pk if data.get("critic_checkpoint") else None
+        for name in ("validate_feedback", "train"):
+            data[name] = bool(self.cleaned_data.get(name))
+        data["train_max_steps"] = self.cleaned_data.get("train_max_steps")
+        return data
+
+
 class ExportForm(LaunchForm):
     KIND = "export"
     MODEL = False
@@ -224,7 +298,8 @@ class ExportForm(LaunchForm):
 
 FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupForm, RefineForm, RolloutForm,
                                                            EvaluateForm, TrainCriticForm, DistillPolicyForm,
-                                                           NlacIterationForm, ExportForm)}
+                                                           NlacIterationForm, ExportForm, SupervisedRolloutForm,
+                                                           ReplayCriticForm, CriticDataForm)}
 
 
 class JobFilterForm(forms.Form):

@@ -94,7 +94,9 @@ class StepCritique(models.Model):
 
     ``record`` is the full ``nlac_core.outputs.Critique`` as JSON (futures,
     provenance, raw text); the columns copy what lists filter on. One row per
-    (job, step): a re-run of a job never writes a step twice.
+    (job, step, round): a re-run of a job never writes a step twice. ``mode`` "runtime" rows are a runtime
+    critic's checks (approve = verdict "optimal", intervene = "suboptimal"): a supervised step checked in
+    several revision rounds has one row per round, each about the proposal of that round (``record.action``).
     """
 
     trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="critiques")
@@ -105,14 +107,15 @@ class StepCritique(models.Model):
     success_prob = models.FloatField(null=True, blank=True)
     parse_ok = models.BooleanField(default=True)
     mode = models.CharField(max_length=20, blank=True)
+    round = models.IntegerField(default=0)  # runtime checks: the revision round of the step
     prompt_id = models.CharField(max_length=100, blank=True)
     record = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["trajectory", "step_index", "id"]
-        constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index"],
-                                               name="critique_once_per_job_step")]
+        constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index", "round"],
+                                               name="critique_once_per_job_step_round")]
         indexes = [models.Index(fields=["trajectory", "step_index"], name="critique_step"),
                    models.Index(fields=["verdict", "id"], name="critique_verdict")]
 

@@ -33,6 +33,8 @@ from webapp.jobs.models import StepCritique, StepRefinement, StepTarget
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_with_ids
 
+RUNTIME_MODES = ("runtime", "runtime-label")  # a runtime critic's checks and the pipeline's labels
+
 CHUNK = 200  # trajectories read (with their messages and candidates) at a time
 WRITE_BATCH = 2000
 
@@ -71,10 +73,13 @@ def _newest(rows, key=lambda r: (r.trajectory_id, r.step_index)) -> dict[tuple[i
     return out
 
 
-def _human(ids: list[int], accepted: bool) -> dict[tuple[int, int], Annotation]:
-    """The newest live, non-skipped human correction of each step: accepted (gold) or submitted heads."""
+def _human(ids: list[int], accepted: bool, runtime: bool = False) -> dict[tuple[int, int], Annotation]:
+    """The newest live, non-skipped human correction of each step: accepted (gold) or submitted heads. A
+    correction of a runtime check (about a proposal that may never have run) counts for the runtime critic only."""
     rows = Annotation.objects.filter(trajectory_id__in=ids, deleted_at=None).select_related(
         "author", "critique", "accepted_revision" if accepted else "head")
+    if not runtime:
+        rows = rows.exclude(critique__mode__in=RUNTIME_MODES)
     if accepted:
         rows = rows.filter(accepted_revision__isnull=False, accepted_revision__skipped=False).order_by(
             "trajectory_id", "step_index", "-accepted_revision_id")
@@ -84,19 +89,34 @@ def _human(ids: list[int], accepted: bool) -> dict[tuple[int, int], Annotation]:
     return _newest(rows)
 
 
+def _rounds(rows) -> dict[tuple[int, int], list[StepCritique]]:
+    """Each step's runtime checks by the newest job that checked it, in round order."""
+    out: dict[tuple[int, int], list[StepCritique]] = {}
+    for row in rows.order_by("trajectory_id", "step_index", "-job_id", "round"):
+        checks = out.setdefault((row.trajectory_id, row.step_index), [])
+        if not checks or checks[0].job_id == row.job_id:
+            checks.append(row)
+    return out
+
+
 def _candidates(ids: list[int], kind: str, spec: DatasetSpec) -> dict[str, dict[tuple[int, int], Any]]:
     found: dict[str, dict[tuple[int, int], Any]] = {}
     wants_critiques = kind in ("critic_targets", "runtime_critic")
     if kind in ("critic_targets", "runtime_critic", "distillation"):
-        found["gold"] = _human(ids, accepted=True)
+        found["gold"] = _human(ids, accepted=True, runtime=kind == "runtime_critic")
         if spec.include_submitted and wants_critiques:
-            found["submitted"] = _human(ids, accepted=False)
+            found["submitted"] = _human(ids, accepted=False, runtime=kind == "runtime_critic")
     if kind in ("critic_targets", "successor_targets"):
         found["bellman"] = _newest(StepTarget.objects.filter(trajectory_id__in=ids).order_by(
             "trajectory_id", "step_index", "-id"))
+    critiques = StepCritique.objects.filter(trajectory_id__in=ids, parse_ok=True)
     if wants_critiques and spec.include_model_critiques or kind == "distillation":
-        found["model_critique"] = _newest(StepCritique.objects.filter(trajectory_id__in=ids, parse_ok=True).order_by(
+        found["model_critique"] = _newest(critiques.exclude(mode__in=RUNTIME_MODES).order_by(
             "trajectory_id", "step_index", "-id"))
+    if kind == "runtime_critic":
+        found["label"] = _newest(critiques.filter(mode="runtime-label").order_by("trajectory_id", "step_index", "-id"))
+        if spec.include_model_critiques:
+            found["runtime"] = _rounds(critiques.filter(mode="runtime"))
     if kind == "distillation":
         found["refinement"] = _newest(StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).order_by(
             "trajectory_id", "step_index", "-id"))
@@ -206,23 +226,46 @@ def _distillation(step, cands, spec: DatasetSpec):
     return record, _row("refinement", step, refinement=row)
 
 
-def _runtime(step, cands, spec: DatasetSpec, policy: str):
+def _runtime(step, cands, spec: DatasetSpec, policy: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """A human correction of the step (gold, then submitted) > a label of the critic-data pipeline > the model's
+    runtime checks of the step, one record per revision round (each about the proposal of its round) > another
+    model critique. Records of a correction or a check of a rejected proposal pair it with that proposal."""
     key = (cands["_tid"], step.index)
+
+    def record(verdict, feedback, provenance, source, action=None):
+        return core.runtime_record(step, policy, verdict, feedback, provenance, source, spec.max_state_chars,
+                                   action=action)
+
     for source in ("gold", "submitted"):
         annotation = cands.get(source, {}).get(key)
         if annotation is not None and _revision_of(annotation, source).verdict:
             r = _revision_of(annotation, source)
-            record = core.runtime_record(step, policy, r.verdict, r.suggestion or r.reasoning,
-                                         _human_provenance(annotation, source), source, spec.max_state_chars)
-            return record, _row(source, step, annotation=annotation)
+            judged = annotation.critique.record.get("action") if annotation.critique is not None else None
+            return [(record(r.verdict, r.suggestion or r.reasoning, _human_provenance(annotation, source), source,
+                            judged or None), _row(source, step, annotation=annotation))]
+    label = cands.get("label", {}).get(key)
+    if label is not None:
+        c = from_json(label.record)
+        return [(record(label.verdict, c.suggestion, {"source": "label", "critique": label.pk, "job": label.job_id,
+                                                      "reason": c.reasoning}, "label", c.action or None),
+                 _row("label", step, critique=label))]
+    checks = cands.get("runtime", {}).get(key)
+    if checks:
+        out = []
+        for row in checks:
+            c = from_json(row.record)
+            out.append((record(row.verdict, c.suggestion, {"source": "model_critique", "critique": row.pk,
+                                                           "job": row.job_id, "round": row.round,
+                                                           "flag": "model critique"}, "model_critique",
+                               c.action or None), _row("model_critique", step, critique=row)))
+        return out
     row = cands.get("model_critique", {}).get(key)
     if row is None or not row.verdict:
-        return None
+        return []
     c = from_json(row.record)
-    record = core.runtime_record(step, policy, row.verdict, c.suggestion or c.reasoning,
-                                 {"source": "model_critique", "critique": row.pk, "job": row.job_id,
-                                  "flag": "model critique"}, "model_critique", spec.max_state_chars)
-    return record, _row("model_critique", step, critique=row)
+    return [(record(row.verdict, c.suggestion or c.reasoning, {"source": "model_critique", "critique": row.pk,
+                                                               "job": row.job_id, "flag": "model critique"},
+                    "model_critique"), _row("model_critique", step, critique=row))]
 
 
 class _OneStep:
@@ -275,12 +318,12 @@ def _records(snapshot: Snapshot, spec: DatasetSpec, pairs: list[tuple[int, int]]
                     made = _distillation(step, cands, spec)
                 else:
                     made = _runtime(step, cands, spec, trajectory.policy)
-                if made is None:
+                made = [made] if isinstance(made, tuple) else made or []
+                if not made:
                     card.skipped += 1
-                    continue
-                record, row = made
-                record["split"] = split
-                yield record, {**row, "split": split, "trajectory_id": tid}
+                for record, row in made:
+                    record["split"] = split
+                    yield record, {**row, "split": split, "trajectory_id": tid}
         done += sum(len(steps_of[t]) for t in chunk)
         progress(done)
 

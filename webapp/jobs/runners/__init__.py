@@ -11,10 +11,12 @@ from webapp.jobs.runners.imports import run_import
 from webapp.jobs.runners.nlac import run_nlac_iteration
 from webapp.jobs.runners.refine import run_refine
 from webapp.jobs.runners.rollout import run_rollout
+from webapp.jobs.runners.supervision import run_replay_critic, run_supervised_rollout
 from webapp.jobs.runners.train import run_train_critic
 
 RUNNERS = {"critique": run_critique, "backup": run_backup, "refine": run_refine, "rollout": run_rollout,
            "evaluate": run_rollout, "train-critic": run_train_critic, "distill-policy": run_train_critic,
            "nlac-iteration": run_nlac_iteration, "import": run_import, "export": run_export,
            "build-snapshot": run_build_snapshot, "export-snapshot": run_export_snapshot,
-           "evaluate-critic": run_evaluate_critic}
+           "evaluate-critic": run_evaluate_critic, "supervised-rollout": run_supervised_rollout,
+           "replay-critic": run_replay_critic}

@@ -1,0 +1,124 @@
+"""The supervised-rollout and replay-critic jobs, run in this process with a scripted actor, user and critic.
+
+The critic stops ``create_task`` calls (update_task_1 asks for a status change): the supervised arm succeeds
+where the baseline fails, the intervened step's counterfactual (the create_task runs) fails, and a forced
+intervention on the approved closing reply makes the actor create the task: helpful 1/1, harmful 1/1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nlac_core.backends.fake import FakeBackend
+from tests.conftest import needs_shared
+from tests.nlac_core.test_counterfactual import user_reply
+from tests.nlac_core.test_supervision import FEEDBACK, actor_reply, critic
+from webapp.jobs import loaded_model
+from webapp.jobs.models import Checkpoint, Job, StepCritique
+from webapp.jobs.runners.base import execute
+from webapp.jobs.services import lifecycle
+from webapp.trajectories.models import Trajectory
+
+pytestmark = [pytest.mark.django_db(transaction=True), needs_shared]
+
+
+def actor_and_user(request) -> str:
+    """The job's model plays the actor and (as in every rollout job) the simulated user."""
+    if "You play a user" in str(request.messages[0]["content"]):
+        return user_reply(request)
+    return actor_reply(request)
+
+
+@pytest.fixture
+def models(tmp_path):
+    critic_row = Checkpoint.objects.create(name="scripted critic", path=str(tmp_path / "critic"), kind="critic")
+    built = {"actor": FakeBackend(model="scripted-actor", responder=actor_and_user), "critic": critic()}
+    loaded_model.override(lambda config, checkpoint: built["critic" if checkpoint and checkpoint.pk == critic_row.pk
+                                                            else "actor"])
+    yield critic_row, built
+    loaded_model.override(None)
+
+
+def supervised_job(user, critic_row, **config):
+    return lifecycle.check_create_job(user, "supervised-rollout", {
+        "env": "tool_use", "split": "all", "tasks": 4, "trials": 1, "max_turns": 6, "temperature": 0.0,
+        "critic_checkpoint": critic_row.pk, "project": "supervised test", "forced_sample": 1, **config})
+
+
+def test_it_runs_both_arms_stores_the_checks_and_measures_the_critic(personas, models):
+    critic_row, _ = models
+    job = supervised_job(personas["researcher"], critic_row)  # the first 4 tasks: 3 create_task ones, update_task_1
+    assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    job.refresh_from_db()
+    stored = Trajectory.objects.filter(meta__job=job.pk)
+    by_arm = {arm: stored.filter(meta__arm=arm) for arm in ("baseline", "supervised", "counterfactual")}
+    assert by_arm["baseline"].count() == by_arm["supervised"].count() == 4
+    update = by_arm["supervised"].get(task__external_id="update_task_1")
+    assert update.success and not by_arm["baseline"].get(task__external_id="update_task_1").success
+    assert update.meta["supervision"]["interventions"] == 2
+    # the decided checks are runtime critiques of their steps, one per round, about the proposal of that round
+    rows = list(StepCritique.objects.filter(job=job, trajectory=update).order_by("step_index", "round"))
+    assert [(r.step_index, r.round, r.verdict) for r in rows] == [(1, 0, "suboptimal"), (1, 1, "suboptimal"),
+                                                                  (2, 0, "optimal")]
+    assert rows[0].mode == "runtime" and rows[0].checkpoint == critic_row
+    assert rows[0].record["action"].startswith('TOOL_CALL: {"name": "create_task"')
+    assert rows[0].record["suggestion"] == FEEDBACK and rows[0].record["executed"] is False
+    out = job.outputs
+    assert out["episodes"]["supervised"] == 4 and out["critic_checkpoint"] == critic_row.pk
+    assert out["interventions"]["interventions"] == sum(t.meta["supervision"]["interventions"]
+                                                       for t in by_arm["supervised"])
+    assert out["arms"]["pairs"] == 4 and out["arms"]["recovery"] is not None
+    assert out["supervised"]["success_rate"] > out["baseline"]["success_rate"]
+    cf = out["counterfactual"]
+    assert cf["forced"] == 1 and cf["without"] == by_arm["counterfactual"].count() - 1
+    without = by_arm["counterfactual"].get(meta__counterfactual__of=update.content_hash,
+                                           meta__counterfactual__kind="without")
+    assert not without.success and cf["helpfulness"] is not None
+
+
+def test_it_resumes_without_playing_a_stored_episode_twice(personas, models):
+    critic_row, built = models
+    job = supervised_job(personas["researcher"], critic_row, tasks=2, counterfactuals=False)
+    assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    calls = len(built["actor"].calls)
+    Job.objects.filter(pk=job.pk).update(status=Job.QUEUED, worker="")
+    assert execute(job.pk, "w:2") == Job.SUCCEEDED
+    assert len(built["actor"].calls) == calls
+    assert Trajectory.objects.filter(meta__job=job.pk).count() == 4
+
+
+def test_it_refuses_bad_supervision_settings(personas):
+    from webapp.jobs.configs import ConfigError
+
+    for config, field in (({"where": "sometimes"}, "where"), ({"max_rounds": -1}, "max_rounds"),
+                          ({"critic_backend": "openai"}, "critic_backend"), ({"both_arms": "yes"}, "both_arms")):
+        with pytest.raises(ConfigError) as caught:
+            lifecycle.check_create_job(personas["researcher"], "supervised-rollout", config)
+        assert caught.value.field == field
+    assert not Job.objects.exists()
+
+
+def test_it_replays_the_critic_on_an_imported_tau_bench_run(tau_project, personas, models):
+    from nlac_core.actions import render_message_action
+    from nlac_core.supervision import is_state_changing
+    from webapp.trajectories.convert import message_record
+    from webapp.trajectories.models import Message
+
+    critic_row, _ = models
+    ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:3])
+    steps = Message.objects.filter(trajectory_id__in=ids, step_index__isnull=False)
+    for where, expected in (("all", steps.count()), ("state_changing", sum(
+            is_state_changing(render_message_action(message_record(m))) for m in steps))):
+        job = lifecycle.check_create_job(personas["researcher"], "replay-critic",
+                                         {"checkpoint": critic_row.pk, "where": where, "chunk_size": 16},
+                                         {"trajectory_ids": ids})
+        assert execute(job.pk, "w:1") == Job.SUCCEEDED
+        job.refresh_from_db()
+        rows = StepCritique.objects.filter(job=job)
+        assert rows.count() == job.outputs["judged"] == expected and 0 < expected <= job.outputs["steps"]
+        assert {r.mode for r in rows} == {"runtime"}
+        # the scripted critic stops create_task calls only; tau-bench airline has none: every action is approved
+        assert job.outputs["interventions"] == 0 and {r.verdict for r in rows} == {"optimal"}
+        first = rows.order_by("trajectory_id", "step_index").first()
+        assert first.record["action"] and first.record["decision"] == "approve"
+        assert job.outputs["failed"]["judged"] + job.outputs["succeeded"]["judged"] == expected
