@@ -8,6 +8,10 @@ the rest of the episode is played as the run played it: the same actor, under th
 intervention budget the episode had used so far. Each re-run's outcome, set against the recorded one, is a
 ``intervention_metrics.Counterfactual`` label.
 
+The critic-data pipeline validates its targets the same way (kind ``feedback``): the recorded action at a
+step of an unsupervised episode gets the target's feedback, the actor revises, and the episode goes on
+without a critic; the target is kept if that succeeds.
+
 Re-runs are seeded from the recorded trial's seed, the step and the kind, so they repeat.
 """
 
@@ -18,13 +22,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nlac_core.actions import render_message_action
 from nlac_core.backends.base import Backend, SamplingSpec
 from nlac_core.envs.base import Environment
 from nlac_core.intervention_metrics import Counterfactual
 from nlac_core.records import TrajectoryRecord
 from nlac_core.rollout import derive_seed, play, step, takes_row_seeds
+from nlac_core.supervision import revise
 
-KINDS = ("without", "forced")
+KINDS = ("without", "forced", "feedback")
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,8 @@ class CounterfactualCase:
 
     trajectory: TrajectoryRecord
     step_index: int
-    kind: str  # "without": the intervention removed; "forced": an intervention forced on an approved step
+    kind: str  # "without": the intervention removed; "forced": one forced on an approved step; "feedback": below
+    feedback: str = ""  # kind "feedback": the recorded action is revised after this feedback
 
     @property
     def message_index(self) -> int:
@@ -45,14 +52,17 @@ class CounterfactualCase:
 
     @property
     def proposal(self) -> str:
-        """The actor's first proposal at the step (what the critic judged first)."""
-        return self.checks[0]["proposal"]
+        """The actor's first proposal at the step (what the critic judged first; the recorded action when no
+        critic checked it)."""
+        checks = self.checks
+        return checks[0]["proposal"] if checks else render_message_action(self.trajectory.messages[self.message_index])
 
     def label(self, rerun: TrajectoryRecord) -> Counterfactual:
         recorded = self.trajectory.success
         if self.kind == "without":
             return Counterfactual(intervened=True, success_with=recorded, success_without=rerun.success)
-        return Counterfactual(intervened=False, success_with=rerun.success, success_without=recorded)
+        return Counterfactual(intervened=self.kind == "feedback", success_with=rerun.success,
+                              success_without=recorded)
 
 
 def cases_of(trajectories: Sequence[TrajectoryRecord], forced_sample: int = 0, seed: int = 0,
@@ -80,7 +90,8 @@ def rerun(env: Environment, actor: Backend, cases: Sequence[CounterfactualCase],
           should_stop: Callable[[], bool] | None = None,
           on_trajectory: Callable[[CounterfactualCase, TrajectoryRecord], None] | None = None,
           ) -> list[tuple[CounterfactualCase, TrajectoryRecord]]:
-    """Re-run each case from its step with the other choice; (case, re-run episode) for those that finished."""
+    """Re-run each case from its step with the other choice; (case, re-run episode) for those that finished.
+    ``supervisor`` None: the re-runs go on without a critic (kind ``feedback`` only)."""
     spec = env.policy_sampling(spec)
     envs = [env.spawn() for _ in cases]
     trial_seeds = [derive_seed((c.trajectory.meta or {}).get("trial_seed"), "counterfactual", c.step_index, c.kind)
@@ -96,7 +107,7 @@ def rerun(env: Environment, actor: Backend, cases: Sequence[CounterfactualCase],
                                                               "step_index": case.step_index, "kind": case.kind},
                   "sampling": spec.to_dict(), "seed": spec.seed, "trial_seed": trial_seeds[i],
                   "turn_seeds": seeds_used[i], "seeding": "per_trial" if takes_row_seeds(actor) else "per_call",
-                  "supervision": supervisor.summary(envs[i])})
+                  **({"supervision": supervisor.summary(envs[i])} if supervisor is not None else {})})
         results[i] = record
         if on_trajectory is not None:
             on_trajectory(case, record)
@@ -106,8 +117,9 @@ def rerun(env: Environment, actor: Backend, cases: Sequence[CounterfactualCase],
     for slot, case in zip(envs, cases, strict=True):
         slot.restore(case.trajectory.task, case.trajectory.messages[:case.message_index])
         before = [c for _, m in case.trajectory.steps[:case.step_index] for c in m.meta.get("supervision") or []]
-        supervisor.start(slot, sum(c["decision"] == "intervene" for c in before),
-                         sum(c["decision"] in ("approve", "intervene") for c in before))
+        if supervisor is not None:
+            supervisor.start(slot, sum(c["decision"] == "intervene" for c in before),
+                             sum(c["decision"] in ("approve", "intervene") for c in before))
     actions, checks = [""] * len(cases), [[] for _ in cases]
     without = [i for i, c in enumerate(cases) if c.kind == "without"]
     for i in without:
@@ -121,6 +133,16 @@ def rerun(env: Environment, actor: Backend, cases: Sequence[CounterfactualCase],
                                             [cases[i].proposal for i in forced])
         for i, text, record in zip(forced, revised, records, strict=True):
             actions[i], checks[i] = text, record
+    told = [i for i, c in enumerate(cases) if c.kind == "feedback"]
+    if told:
+        revised = revise(actor, spec, [envs[i].policy_rendered() for i in told], [cases[i].proposal for i in told],
+                         [cases[i].feedback for i in told])
+        for i, text in zip(told, revised, strict=True):
+            actions[i] = text
+            checks[i] = [{"round": 0, "proposal": cases[i].proposal, "decision": "intervene",
+                          "feedback": cases[i].feedback, "target": True},
+                         {"round": 1, "proposal": text, "decision": "unchecked", "executed": True,
+                          "reason": "validating a critic target: the revision after its feedback runs"}]
     step(envs, actions, ["counterfactual"] * len(cases), checks, max_turns)
     for i, slot in enumerate(envs):
         if slot.done:

@@ -126,12 +126,7 @@ class Supervisor:
         """An intervention forced on each proposal (a counterfactual of an approved step): the critic writes its
         feedback after ``DECISION: intervene``, the actor revises once, and the revision runs unchecked."""
         feedback = self._feedback(self._requests(slots, proposals))
-        requests = [ChatRequest(list(r.messages) + [{"role": "assistant", "content": p},
-                                                    {"role": "user", "content": ACTOR_FEEDBACK.format(feedback=f)}],
-                                r.assistant_prefix) for r, p, f in zip(rendered, proposals, feedback, strict=True)]
-        revisions = [r.assistant_prefix + c.text for r, c in zip(rendered, self.actor.generate(requests,
-                                                                                                self.actor_spec),
-                                                                  strict=True)]
+        revisions = revise(self.actor, self.actor_spec, rendered, proposals, feedback)
         records = []
         for slot, proposal, text, revision in zip(slots, proposals, feedback, revisions, strict=True):
             self._used[id(slot)] = self._used.get(id(slot), 0) + 1
@@ -197,6 +192,15 @@ class Supervisor:
         lines = continue_line(self.critic, [ChatRequest(r.messages, "DECISION: intervene\n") for r in requests],
                               "FEEDBACK", self.critic_spec)
         return [line or "the action does not follow the policy" for line in lines]
+
+
+def revise(actor: Backend, spec: SamplingSpec, rendered: Sequence[Rendered], proposals: Sequence[str],
+           feedback: Sequence[str]) -> list[str]:
+    """The actor's revision of each proposal after feedback, written to it alone (a private follow-up)."""
+    requests = [ChatRequest(list(r.messages) + [{"role": "assistant", "content": p},
+                                                {"role": "user", "content": ACTOR_FEEDBACK.format(feedback=f)}],
+                            r.assistant_prefix) for r, p, f in zip(rendered, proposals, feedback, strict=True)]
+    return [r.assistant_prefix + c.text for r, c in zip(rendered, actor.generate(requests, spec), strict=True)]
 
 
 @dataclass(frozen=True)

@@ -117,4 +117,8 @@ RUNTIME_CRITIC = PromptTemplate(
 ACTOR_FEEDBACK = ("A reviewer checked that action before it ran and stopped it.\nFEEDBACK: {feedback}\n\n"
                   "Write your action again, following the feedback, in the same format.")
 
+# The runtime critic's target feedback at an episode's first wrong action (``critic_data.runtime_labels``): what
+# is wrong with it and the action the task needs next (the gold action, with the arguments that are compared).
+FIRST_ERROR_FEEDBACK = "This action does not do what the task needs next ({reason}): expected {expected}."
+
 ALL = (SUCCESSOR, EVALUATOR, EVALUATOR_ZERO_SHOT, BACKUP, BACKUP_TERMINAL, REFINE, AGENT_POLICY, RUNTIME_CRITIC)

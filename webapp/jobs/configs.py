@@ -519,6 +519,7 @@ class CriticDataJob(ModelChoice):
     runtime-critic dataset snapshot and, with ``train``, a train-critic job on it (base: ``critic_checkpoint``)."""
 
     KIND: ClassVar[str] = "critic-data"
+    NEEDS_SELECTION: ClassVar[bool] = False
     env: str = "tool_use"
     split: str = "synthetic_train"
     tasks: int = 20

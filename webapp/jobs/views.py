@@ -82,7 +82,17 @@ def _detail_context(job: Job) -> dict:
         "critique_rows": list(StepCritique.objects.filter(job=job).select_related("trajectory")
                               .order_by("trajectory_id", "step_index")[:20]),
         "produced": list(job.checkpoints.all()),
+        "arms": _arm_rows(job),
     }
+
+
+def _arm_rows(job: Job) -> list[tuple[str, dict]]:
+    """A supervised-rollout's arms as table rows (its outputs hold each arm's metrics and episode counts)."""
+    if job.kind != "supervised-rollout" or not job.outputs:
+        return []
+    episodes = job.outputs.get("episodes") or {}
+    return [(arm, {**job.outputs[arm], "episodes": episodes.get(arm, 0)})
+            for arm in ("baseline", "supervised") if isinstance(job.outputs.get(arm), dict)]
 
 
 def job_detail(request, pk: int):

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from webapp.trajectories import supervision
 from webapp.trajectories.models import Message, Trajectory
 
 
@@ -32,6 +33,7 @@ class MessageView:
     call_position: int | None = None  # for a tool result: where its call is
     call_name: str | None = None
     critiques: list = field(default_factory=list)  # model critiques of this step (jobs' StepCritique rows)
+    supervision: supervision.StepSupervision | None = None  # the runtime critic's checks of this step
 
     @property
     def anchor(self) -> str:
@@ -84,14 +86,20 @@ def context(trajectory: Trajectory) -> dict[str, Any]:
     by_step: dict[int, list] = {}
     for critique in trajectory.critiques.select_related("checkpoint").order_by("step_index", "-id")[:MAX_CRITIQUES]:
         by_step.setdefault(critique.step_index, []).append(critique)
+    branches = supervision.branches_of(trajectory)
     for v in steps:
         v.critiques = by_step.get(v.message.step_index, [])
+        v.supervision = supervision.step_supervision(v.message.meta)
+        if v.message.step_index in branches:
+            v.supervision = v.supervision or supervision.StepSupervision()
+            v.supervision.branches = branches[v.message.step_index]
     task = trajectory.task
     return {
         "trajectory": trajectory,
         "task": task,
         "conversation": views,
         "steps": steps,
+        "supervision": supervision.summary(trajectory),
         "breakdown": breakdown(trajectory.reward_info),
         "gold_actions": [pretty_json(a) for a in task.gold_actions],
         "reward_info_json": pretty_json(trajectory.reward_info) if trajectory.reward_info else "",

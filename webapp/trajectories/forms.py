@@ -6,6 +6,9 @@ from django.conf import settings
 from nlac_core.formats import FORMATS
 from webapp.trajectories.models import Project
 from webapp.trajectories.queries import SORTS
+from webapp.trajectories.supervision import ARMS
+
+_YES, _NO = ("1", "true", "on", "yes"), ("", "0", "false", "off", "no")
 
 
 class TrajectoryFilterForm(forms.Form):
@@ -19,11 +22,22 @@ class TrajectoryFilterForm(forms.Form):
     reward_max = forms.FloatField(required=False, label="Reward ≤")
     termination_reason = forms.CharField(required=False, max_length=100, label="Termination")
     q = forms.CharField(required=False, max_length=200, label="Search messages")
+    interventions = forms.CharField(required=False, max_length=10, label="With interventions")
+    arm = forms.ChoiceField(required=False, choices=[("", "Any arm")] + [(a, a) for a in ARMS])
     sort = forms.ChoiceField(required=False, choices=[(k, k.replace("_", " ")) for k in SORTS])
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
     def clean_q(self) -> str:
         return self.cleaned_data["q"].strip()
+
+    def clean_interventions(self) -> bool:
+        """A checkbox (``interventions=1``); also the booleans a job's JSON filter carries."""
+        value = self.cleaned_data["interventions"].strip().lower()
+        if value in _YES:
+            return True
+        if value in _NO:
+            return False
+        raise forms.ValidationError("expected 1 or 0")
 
 
 class UploadForm(forms.Form):

@@ -21,6 +21,8 @@ SEARCH_COUNT_CAP = 1000
 LIST_COLUMNS = ("id", "project_id", "project__name", "project__slug", "task__external_id", "trial",
                 "source_model", "reward", "success", "termination_reason", "n_messages", "n_steps", "preview",
                 "error", "created_at")
+# From Trajectory.meta (never the messages): the runtime critic's intervention count and the experiment arm.
+META_COLUMNS = {"interventions": "meta__supervision__interventions", "arm": "meta__arm"}
 
 # sort name -> (field, descending)
 SORTS: dict[str, tuple[str, bool]] = {
@@ -61,6 +63,12 @@ def filtered(params: dict[str, Any]) -> QuerySet[Trajectory]:
         qs = qs.filter(reward__lte=params["reward_max"])
     if params.get("termination_reason"):
         qs = qs.filter(termination_reason=params["termination_reason"])
+    if params.get("interventions"):
+        # Trajectory.meta["supervision"]["interventions"]: a JSON key lookup that SQLite and PostgreSQL both
+        # compare as a number (no message is read).
+        qs = qs.filter(meta__supervision__interventions__gt=0)
+    if params.get("arm"):
+        qs = qs.filter(meta__arm=params["arm"])
     if params.get("q"):
         qs = search.matching(qs, params["q"])
     return qs
@@ -111,9 +119,20 @@ def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None
     else:
         key = F(field).desc(nulls_last=True) if desc else F(field).asc(nulls_last=True)
         order = [key, "-id" if desc else "id"]
-    rows = list(qs.order_by(*order).values(*LIST_COLUMNS)[: PAGE_SIZE + 1])
+    rows = [_with_meta(r) for r in qs.order_by(*order).values(*LIST_COLUMNS, *META_COLUMNS.values())[: PAGE_SIZE + 1]]
     next_cursor = encode_cursor(sort, rows[PAGE_SIZE - 1]) if len(rows) > PAGE_SIZE else None
     return Page(rows=rows[:PAGE_SIZE], next_cursor=next_cursor, count=count, count_capped=capped)
+
+
+def _with_meta(row: dict[str, Any]) -> dict[str, Any]:
+    """Rename the JSON keys a row was read with, keeping only values of the expected type (meta comes from
+    files)."""
+    interventions = row.pop(META_COLUMNS["interventions"])
+    arm = row.pop(META_COLUMNS["arm"])
+    row["interventions"] = interventions if isinstance(interventions, int) and not isinstance(interventions, bool) \
+        else None
+    row["arm"] = arm if isinstance(arm, str) else ""
+    return row
 
 
 def facet_values(project: Project | None, fields: tuple[str, ...]) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ import pytest
 from nlac_core.backends.fake import FakeBackend
 from tests.conftest import needs_shared
 from tests.nlac_core.test_counterfactual import user_reply
-from tests.nlac_core.test_supervision import FEEDBACK, actor_reply, critic
+from tests.nlac_core.test_supervision import FEEDBACK, UPDATE, actor_reply, critic
 from webapp.jobs import loaded_model
 from webapp.jobs.models import Checkpoint, Job, StepCritique
 from webapp.jobs.runners.base import execute
@@ -122,3 +122,74 @@ def test_it_replays_the_critic_on_an_imported_tau_bench_run(tau_project, persona
         first = rows.order_by("trajectory_id", "step_index").first()
         assert first.record["action"] and first.record["decision"] == "approve"
         assert job.outputs["failed"]["judged"] + job.outputs["succeeded"]["judged"] == expected
+
+
+WRONG = 'TOOL_CALL: {"name": "update_task_status", "arguments": {"task_id": "task_1", "status": "pending"}}'
+
+
+def self_player(request) -> str:
+    """Sets task_1 back to pending (a wrong call) unless told otherwise; after feedback it does the right one."""
+    if "You play a user" in str(request.messages[0]["content"]):
+        return user_reply(request)
+    if any(str(m["content"]).startswith("A reviewer checked") for m in request.messages if m["role"] == "user"):
+        return UPDATE
+    if any('"status": "completed"' in str(m["content"]) for m in request.messages):
+        return "Done: task_1 is completed."
+    return WRONG
+
+
+def critic_data_job(user, **config):
+    return lifecycle.check_create_job(user, "critic-data", {
+        "split": "all", "tasks": 4, "k": 2, "max_turns": 3, "project": "critic data test", "train": False,
+        **config})
+
+
+def test_it_builds_runtime_critic_targets_from_hard_tasks_and_a_snapshot(personas, sent):
+    loaded_model.override(lambda config, checkpoint: FakeBackend(model="self-player", responder=self_player))
+    try:
+        job = critic_data_job(personas["researcher"], train=True, approve_ratio=1.0)
+        assert execute(job.pk, "w:1") == Job.SUCCEEDED
+    finally:
+        loaded_model.override(None)
+    job.refresh_from_db()
+    out = job.outputs
+    assert out["episodes"] == 8 and out["tasks"]["hard"] == out["tasks"]["unsolved"] == 4  # nothing solved
+    labels = StepCritique.objects.filter(job=job, mode="runtime-label")
+    update = labels.filter(trajectory__task__external_id="update_task_1")
+    stops = update.filter(verdict="suboptimal")
+    assert stops.count() == 2 and {c.step_index for c in stops} == {1}  # the wrong call, after the greeting
+    assert "expected update_task_status" in stops.first().record["suggestion"]
+    assert stops.first().record["action"] == WRONG
+    assert out["targets"]["stored"] == labels.count() == out["targets"]["intervene"] + out["targets"]["approve"]
+    from webapp.datasets.models import Snapshot
+
+    snapshot = Snapshot.objects.get(pk=out["snapshot"])
+    assert snapshot.status == Snapshot.READY and snapshot.dataset.kind == "runtime_critic"
+    assert snapshot.n_records == labels.count() and {r.source for r in snapshot.records.all()} == {"label"}
+    completion = snapshot.records.filter(trajectory__task__external_id="update_task_1").first().data["completion"]
+    assert completion[0]["content"].startswith("DECISION: intervene\nFEEDBACK: This action does not do")
+    train = Job.objects.get(pk=out["train_job"])
+    assert train.kind == "train-critic" and train.config["snapshot"] == snapshot.pk and train.parent_id == job.pk
+    assert train.pk in sent
+
+
+def test_it_keeps_only_the_targets_whose_feedback_leads_to_a_success(personas):
+    def stubborn(request):  # ignores feedback: the re-run fails too
+        text = self_player(request)
+        return WRONG if text == UPDATE else text
+
+    for responder, kept in ((self_player, 2), (stubborn, 0)):
+        loaded_model.override(lambda config, checkpoint, r=responder: FakeBackend(model="self-player", responder=r))
+        try:
+            job = critic_data_job(personas["researcher"], split="all", tasks=4, validate_feedback=True,
+                                  project=f"validated {kept}")
+            assert execute(job.pk, "w:1") == Job.SUCCEEDED, Job.objects.get(pk=job.pk).traceback
+        finally:
+            loaded_model.override(None)
+        job.refresh_from_db()
+        update = StepCritique.objects.filter(job=job, mode="runtime-label", verdict="suboptimal",
+                                             trajectory__task__external_id="update_task_1")
+        assert update.count() == kept
+        assert job.outputs["validation"]["checked"] >= 2
+        assert Trajectory.objects.filter(meta__job=job.pk, meta__arm="validation").count() == \
+            job.outputs["validation"]["checked"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from webapp.jobs.runners.backup import run_backup
+from webapp.jobs.runners.critic_data import run_critic_data
 from webapp.jobs.runners.critique import run_critique
 from webapp.jobs.runners.datasets import run_build_snapshot, run_export_snapshot
 from webapp.jobs.runners.evaluate_critic import run_evaluate_critic
@@ -19,4 +20,4 @@ RUNNERS = {"critique": run_critique, "backup": run_backup, "refine": run_refine,
            "nlac-iteration": run_nlac_iteration, "import": run_import, "export": run_export,
            "build-snapshot": run_build_snapshot, "export-snapshot": run_export_snapshot,
            "evaluate-critic": run_evaluate_critic, "supervised-rollout": run_supervised_rollout,
-           "replay-critic": run_replay_critic}
+           "replay-critic": run_replay_critic, "critic-data": run_critic_data}

@@ -1,0 +1,188 @@
+"""critic-data: the runtime critic's fine-tuning data from hard tasks, then a snapshot and a train-critic job.
+
+1. self-play: the actor plays each training task ``k`` times (stored, resumable, ``meta.arm`` "self-play");
+2. hard tasks and first errors (``nlac_core.critic_data``): intervene targets at the first wrong action of each
+   failed episode of a hard task, approve targets on the actions before it and on the hard tasks' successes,
+   balanced by ``approve_ratio``; failed episodes whose error the gold actions cannot place go to an
+   annotator queue (their corrections are gold for the same dataset kind);
+3. with ``validate_feedback``, an intervene target is kept only if re-running the episode from that step with
+   its feedback succeeds (``nlac_core.counterfactual``, kind "feedback");
+4. the targets are stored as ``runtime-label`` critiques of their steps, a runtime-critic dataset gets a new
+   snapshot built from them, and (``train``) a train-critic job is launched on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from webapp.jobs import loaded_model
+from webapp.jobs.configs import CriticDataJob
+from webapp.jobs.models import StepCritique
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.supervision import EpisodeStore
+from webapp.jobs.services.checkpoints import checkpoint_for
+
+LABEL_PROMPT_ID = "first_error@gold"  # where a label came from: first-error localisation by gold actions
+
+
+def run_critic_data(ctx: JobContext) -> dict[str, Any]:
+    from nlac_core.backends.base import SamplingSpec
+    from nlac_core.critic_data import hard_tasks, runtime_labels, unlocalised
+    from nlac_core.envs import make_env
+    from nlac_core.rollout import rollout
+    from webapp.trajectories.models import Trajectory
+    from webapp.trajectories.services.exports import iter_with_ids
+    from webapp.trajectories.services.projects import do_get_or_create_project
+
+    config: CriticDataJob = ctx.config  # type: ignore[assignment]
+    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
+    ctx.use_checkpoint(checkpoint)
+    project = do_get_or_create_project(config.project or f"{config.env} critic data", domain=config.env)
+    mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
+    actor = loaded_model.backend_for(config, checkpoint)
+    env = make_env(config.env, oracle=actor)
+    tasks = env.tasks(config.split, config.tasks)
+    spec = SamplingSpec(max_new_tokens=config.max_new_tokens or env.default_max_new_tokens,
+                        temperature=config.temperature, seed=config.seed)
+    source = {"source_model": checkpoint.name if checkpoint else config.endpoint_model,
+              "source_checkpoint": checkpoint.path if checkpoint else ""}
+    total = len(tasks) * config.k
+    done = set(mine.filter(meta__arm="self-play").values_list("task__external_id", "trial"))
+    ctx.log(f"self-play: {len(tasks)} {config.split} tasks x {config.k} = {total} episodes, {len(done)} stored")
+    ctx.progress(len(done), total, "self-play")
+    store = EpisodeStore(ctx, project, "self-play")
+    try:
+        rollout(env, actor, tasks, trials=config.k, spec=spec, max_turns=config.max_turns, skip=done,
+                progress=lambda d, t: ctx.progress(len(done) + d, total, "self-play"), should_stop=ctx.should_stop,
+                on_trajectory=store.add, **source)
+    finally:
+        store.flush()
+    if ctx.should_stop(fresh=True):
+        return {"project": project.slug, "stopped": "during self-play"}
+
+    ids: dict[str, int] = {}
+    records = []
+    for tid, record in iter_with_ids(mine.filter(meta__arm="self-play")):
+        ids[record.content_hash()] = tid
+        records.append(record)
+    difficulties = hard_tasks(records, config.k)
+    labels = runtime_labels(records, difficulties, config.approve_ratio, config.seed)
+    hard = [d for d in difficulties if d.hard]
+    ctx.log(f"{len(hard)} hard tasks of {len(difficulties)} ({sum(d.label == 'unsolved' for d in hard)} unsolved); "
+            f"{sum(x.decision == 'intervene' for x in labels)} intervene and "
+            f"{sum(x.decision == 'approve' for x in labels)} approve targets")
+    validation: dict[str, Any] = {}
+    if config.validate_feedback:
+        labels, validation = _validated(ctx, env, actor, spec, config, records, labels, project, source)
+    written = _store_labels(ctx, labels, ids)
+    queue = _queue_unlocalised(ctx, project, [ids[h] for h in unlocalised(records, difficulties)])
+    out: dict[str, Any] = {
+        "project": project.slug, "episodes": len(records),
+        "tasks": {"all": len(difficulties), "hard": len(hard),
+                  "unsolved": sum(d.label == "unsolved" for d in hard),
+                  "unreliable": sum(d.label == "unreliable" for d in hard)},
+        "targets": {"intervene": sum(x.decision == "intervene" for x in labels),
+                    "approve": sum(x.decision == "approve" for x in labels), "stored": written},
+        "unlocalised_episodes": len(unlocalised(records, difficulties)), "queue": queue,
+        **({"validation": validation} if validation else {})}
+    if not labels:
+        ctx.log("no targets: no failed episode of a hard task had a localisable first error")
+        return out
+    return {**out, **_snapshot_and_training(ctx, config, project)}
+
+
+def _validated(ctx, env, actor, spec, config, records, labels, project, source):
+    """Keep an intervene target only if re-running from its step with its feedback succeeds."""
+    from nlac_core.counterfactual import CounterfactualCase, rerun
+
+    by_hash = {r.content_hash(): r for r in records}
+    cases = [CounterfactualCase(by_hash[x.trajectory], x.step_index, "feedback", x.feedback)
+             for x in labels if x.decision == "intervene"]
+    ctx.progress(0, len(cases), "validation")
+    store = EpisodeStore(ctx, project, "validation")
+    try:
+        results = rerun(env, actor, cases, None, spec=spec, max_turns=config.max_turns, should_stop=ctx.should_stop,
+                        on_trajectory=lambda case, record: (store.add(record), ctx.progress(
+                            store.count, len(cases), "validation")), **source)
+    finally:
+        store.flush()
+    passed = {(c.trajectory.content_hash(), c.step_index) for c, r in results if r.success}
+    kept = [x for x in labels if x.decision == "approve" or (x.trajectory, x.step_index) in passed]
+    ctx.log(f"validation: {len(passed)} of {len(cases)} intervene targets lead to a success with their feedback")
+    return kept, {"checked": len(cases), "kept": len(passed)}
+
+
+def _store_labels(ctx: JobContext, labels, ids: dict[str, int]) -> int:
+    from nlac_core.backends.base import Provenance
+    from nlac_core.outputs import StepRef, to_json
+    from nlac_core.supervision import as_critique
+
+    provenance = Provenance(prompt_id=LABEL_PROMPT_ID, backend="", model="")
+    rows = []
+    for x in labels:
+        c = as_critique(StepRef(x.trajectory, x.step_index, x.task_id),
+                        {"round": 0, "proposal": x.action_text, "decision": x.decision, "feedback": x.feedback,
+                         "executed": True}, provenance)
+        c = replace(c, reasoning=x.reason)
+        rows.append(StepCritique(trajectory_id=ids[x.trajectory], step_index=x.step_index, job=ctx.job,
+                                 verdict=c.verdict, parse_ok=True, mode="runtime-label", prompt_id=LABEL_PROMPT_ID,
+                                 record=to_json(c)))
+    if ctx.still_owner():
+        StepCritique.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    return StepCritique.objects.filter(job=ctx.job, mode="runtime-label").count()
+
+
+def _queue_unlocalised(ctx: JobContext, project, trajectory_ids: list[int]) -> int | None:
+    """An annotator queue of the agent steps of failed episodes whose first error gold actions cannot place."""
+    from django.contrib.auth import get_user_model
+
+    from webapp.accounts.roles import ANNOTATOR
+    from webapp.annotation.services.queues import QueueSpec, do_create_queue
+    from webapp.trajectories.models import Message
+
+    if not trajectory_ids:
+        return None
+    annotators = list(get_user_model().objects.filter(groups__name=ANNOTATOR, is_active=True).order_by("id"))
+    if not annotators:
+        ctx.log(f"{len(trajectory_ids)} failed episodes need a human to find their first error, but no user has "
+                "the annotator role: no queue made")
+        return None
+    steps = list(Message.objects.filter(trajectory_id__in=trajectory_ids, role="assistant", step_index__isnull=False)
+                 .exclude(meta__scripted=True).order_by("trajectory_id", "step_index")
+                 .values_list("trajectory_id", "step_index"))
+    queue = do_create_queue(ctx.job.created_by, f"first errors of job {ctx.job.pk}", project,
+                            QueueSpec(outcome="failed"), 1, annotators, [(t, s, None) for t, s in steps], 600,
+                            "These episodes failed and their tasks have no gold actions that place the error. "
+                            "Mark the first wrong action: verdict suboptimal or harmful, with what the agent "
+                            "should have done as the suggestion; the actions before it optimal.")
+    ctx.log(f"annotator queue {queue.pk}: {len(steps)} steps of {len(trajectory_ids)} failed episodes")
+    return queue.pk
+
+
+def _snapshot_and_training(ctx: JobContext, config: CriticDataJob, project) -> dict[str, Any]:
+    from webapp.datasets.models import Dataset
+    from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
+    from webapp.datasets.services.datasets import check_create_dataset
+    from webapp.jobs.services import lifecycle
+
+    name = config.dataset or f"runtime critic from job {ctx.job.pk}"
+    dataset = Dataset.objects.filter(name=name).first()
+    if dataset is None:
+        dataset = check_create_dataset(ctx.job.created_by, name, "runtime_critic", project,
+                                       description=f"Targets from hard tasks of job {ctx.job.pk} (first errors "
+                                                   "by gold actions), and human corrections of the project.")
+    elif dataset.kind != "runtime_critic":
+        raise ValueError(f"dataset {name!r} holds {dataset.get_kind_display()}, not runtime critic records")
+    snapshot = do_create_snapshot(dataset, ctx.job.created_by, f"built by critic-data job {ctx.job.pk}")
+    snapshot = do_build_snapshot(snapshot, should_stop=ctx.should_stop, still_owner=ctx.still_owner)
+    ctx.log(f"{snapshot.label}: {snapshot.n_records} records")
+    out: dict[str, Any] = {"dataset": dataset.pk, "snapshot": snapshot.pk, "records": snapshot.n_records}
+    if config.train:
+        job = lifecycle.check_create_job(ctx.job.created_by, "train-critic", {
+            "snapshot": snapshot.pk, "checkpoint": config.critic_checkpoint, "max_steps": config.train_max_steps,
+            "learning_rate": config.learning_rate, "seed": config.seed,
+            "name": f"runtime critic from job {ctx.job.pk}"}, parent=ctx.job)
+        ctx.log(f"train-critic job {job.pk} launched on {snapshot.label}")
+        out["train_job"] = job.pk
+    return out
