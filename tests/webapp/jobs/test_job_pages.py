@@ -142,7 +142,8 @@ def test_it_lists_checkpoints_with_their_rollouts(client_for, personas):
 
 
 @pytest.mark.parametrize("kind", ["critique", "backup", "refine", "rollout", "evaluate", "train-critic",
-                                  "distill-policy", "nlac-iteration", "export"])
+                                  "distill-policy", "nlac-iteration", "export", "supervised-rollout",
+                                  "replay-critic", "critic-data"])
 def test_it_shows_a_launch_form_for_every_kind(client_for, kind):
     page = client_for("researcher").get(f"/jobs/new/{kind}/")
     assert page.status_code == 200 and 'id="launch-form"' in page.content.decode()

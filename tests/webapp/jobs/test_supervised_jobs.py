@@ -193,3 +193,28 @@ def test_it_keeps_only_the_targets_whose_feedback_leads_to_a_success(personas):
         assert job.outputs["validation"]["checked"] >= 2
         assert Trajectory.objects.filter(meta__job=job.pk, meta__arm="validation").count() == \
             job.outputs["validation"]["checked"]
+
+
+def test_it_launches_the_pipeline_and_a_replay_from_their_forms(client_for, tau_project, sent):
+    client = client_for("researcher")
+    response = client.post("/jobs/new/critic-data/", {
+        "backend": "hf", "batch_size": 8, "split": "synthetic_train", "tasks": 6, "k": 3, "max_turns": 8,
+        "temperature": 0.8, "seed": 1, "approve_ratio": 0.5, "validate_feedback": "on", "train_max_steps": 10,
+        "learning_rate": 1e-4})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    job = Job.objects.get(kind="critic-data")
+    assert (job.config["k"], job.config["approve_ratio"], job.config["validate_feedback"], job.config["train"]) == (
+        3, 0.5, True, False)  # an unticked box is false
+    assert job.config["critic_checkpoint"] is None and job.config["train_max_steps"] == 10
+    bad = client.post("/jobs/new/critic-data/", {"backend": "hf", "batch_size": 8, "split": "x", "tasks": 2, "k": 3,
+                                                  "temperature": 0, "seed": 0, "approve_ratio": 1,
+                                                  "learning_rate": 1e-4})
+    assert bad.status_code == 400 and "k self-play trials of a task need sampling" in bad.content.decode()
+    first = tau_project.trajectories.order_by("id").first().pk
+    response = client.post("/jobs/new/replay-critic/", {
+        "trajectory_ids": str(first), "backend": "hf", "batch_size": 8, "steps": "all", "max_steps": 50,
+        "where": "state_changing", "feedback_tokens": 32, "chunk_size": 8})
+    assert response.status_code == 302
+    replay = Job.objects.get(kind="replay-critic")
+    assert replay.selection["trajectory_ids"] == [first] and replay.config["where"] == "state_changing"
+    assert len(sent) == 2
