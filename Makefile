@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate bench-datasets clean
+.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate bench-datasets bench-supervision clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,9 @@ bench-annotate: $(RUN_STAMP)
 
 bench-datasets: $(RUN_STAMP)
 	$(PY) bench/bench_datasets.py
+
+bench-supervision: $(RUN_STAMP)
+	$(PY) bench/bench_supervision.py
 
 clean:
 	rm -rf var/test-*.sqlite3* var/uploads

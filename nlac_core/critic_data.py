@@ -128,12 +128,12 @@ def first_error(trajectory: TrajectoryRecord) -> FirstError | None:
 
 
 def runtime_labels(trajectories: Sequence[TrajectoryRecord], difficulties: Iterable[TaskDifficulty],
-                   approve_ratio: float = 1.0, seed: int = 0) -> list[RuntimeLabel]:
+                   approve_ratio: float | None = 1.0, seed: int = 0) -> list[RuntimeLabel]:
     """Intervene at each localised first error of a hard task's failed episode, approve the steps before it and
-    the steps of its successful episodes; then keep every intervention and at most
-    ``round(approve_ratio * interventions)`` approvals, sampled with ``random.Random(seed)``. Labels come in
-    trajectory order, then step order."""
-    if approve_ratio < 0:
+    the steps of its successful episodes; then ``balance`` them (``approve_ratio`` None: every approval, to
+    balance later, after a validation has dropped some interventions). Labels come in trajectory order, then
+    step order."""
+    if approve_ratio is not None and approve_ratio < 0:
         raise ValueError(f"approve_ratio must be 0 or more, got {approve_ratio}")
     hard = _hard_ids(difficulties)
     labels: list[RuntimeLabel] = []
@@ -150,6 +150,14 @@ def runtime_labels(trajectories: Sequence[TrajectoryRecord], difficulties: Itera
         feedback = FIRST_ERROR_FEEDBACK.format(reason=error.reason, expected=render_gold(error.expected))
         labels.append(RuntimeLabel(t.content_hash(), error.step_index, "intervene", feedback, error.action_text,
                                    error.reason, t.task.external_id))
+    return labels if approve_ratio is None else balance(labels, approve_ratio, seed)
+
+
+def balance(labels: Sequence[RuntimeLabel], approve_ratio: float, seed: int = 0) -> list[RuntimeLabel]:
+    """Every intervention and at most ``round(approve_ratio * interventions)`` approvals, sampled with
+    ``random.Random(seed)``; the order is kept."""
+    if approve_ratio < 0:
+        raise ValueError(f"approve_ratio must be 0 or more, got {approve_ratio}")
     approvals = [i for i, label in enumerate(labels) if label.decision == "approve"]
     keep = round(approve_ratio * (len(labels) - len(approvals)))
     kept = set(approvals if len(approvals) <= keep else random.Random(seed).sample(approvals, keep))

@@ -320,7 +320,9 @@ class ToolUseEnv(Environment):
     def _truncated_reward_info(self, reason: str) -> dict[str, Any]:
         info = super()._truncated_reward_info(reason)
         if self.task is not None:  # what the database comparison would have said, for the record
-            would, _ = evaluate_episode(self.task.meta.get("evaluation_criteria"), self.initial, self.domain,
-                                        self.messages)
+            would, detail = evaluate_episode(self.task.meta.get("evaluation_criteria"), self.initial, self.domain,
+                                             self.messages)
             info["would_have_scored"] = would
+            if "db" in detail:  # the database the episode left, beside the gold's
+                info["db"] = detail["db"]
         return info

@@ -52,6 +52,10 @@ def test_it_launches_a_supervised_rollout_and_shows_its_interventions(page_as, p
     expect(page.locator("#supervision-arms tr:has(td)")).to_have_count(2)
     expect(page.locator("#supervision-pairs")).to_contain_text("4 paired episodes")
     expect(page.locator("#supervision-counterfactuals")).to_contain_text("Helpfulness")
+    kinds = page.locator("#supervision-counterfactual-kinds tr:has(td)")
+    expect(kinds).to_have_count(2)
+    expect(kinds.nth(1)).to_contain_text("forced on approved steps")
+    expect(kinds.nth(1).locator("td").nth(2)).to_have_text("1.000 of 1")  # the forced one broke a success
 
     page.click("#with-interventions")
     row = page.locator("tr", has_text="update_task_1")

@@ -126,3 +126,8 @@ def test_it_supervises_the_embedded_model_with_itself_within_the_limits(embedded
         assert c["feedback"] and c["critic_model"] == embedded_backend.model
         assert all(c["feedback"] not in (m.content or "") for m in record.messages)
         assert all(c["feedback"] not in json.dumps(r.messages) for _, batch in user.calls for r in batch)
+    # only executed actions changed the database: replaying the stored (executed) calls on a fresh database
+    # gives the database the episode ended with, whatever the rejected proposals were
+    replay = make_env("tool_use", oracle=user)
+    replay.restore(task, list(record.messages))
+    assert replay.domain.db_hash()[:16] == record.reward_info["db"]["episode_hash"]

@@ -172,3 +172,44 @@ def test_it_builds_and_exports_a_dataset_snapshot_on_a_real_worker(tau_project, 
     response = client_for("researcher").get(f"/exports/{export.pk}/download/")
     import json
     assert len(json.loads(b"".join(response.streaming_content))) == failed
+
+
+@pytest.mark.heavy
+def test_it_builds_a_runtime_critic_and_supervises_with_it_on_a_real_worker(personas, worker):
+    """The critic's data pipeline end to end with the embedded model on two generated tasks: self-play, first
+    errors by gold actions, a runtime-critic snapshot, a train-critic child job and its checkpoint, which then
+    checks the actor's proposals in a supervised rollout. Every job goes through Redis to the worker."""
+    from webapp.datasets.models import Snapshot
+    from webapp.jobs.models import Checkpoint
+
+    researcher = personas["researcher"]
+    data = lifecycle.check_create_job(researcher, "critic-data", {
+        "split": "synthetic_train", "tasks": 2, "k": 2, "max_turns": 2, "max_new_tokens": 48, "seed": 0,
+        "train": True, "train_max_steps": 1, "learning_rate": 1e-4, "project": "critic data (worker test)"})
+    data = wait_for(lambda: finished(data), 600, "the critic-data job")
+    assert data.status == Job.SUCCEEDED, data.error + data.traceback
+    out = data.outputs
+    assert out["episodes"] == 4 and out["tasks"]["all"] == 2
+    assert out["targets"]["stored"] == StepCritique.objects.filter(job=data, mode="runtime-label").count() > 0
+    snapshot = Snapshot.objects.get(pk=out["snapshot"])
+    assert snapshot.status == Snapshot.READY and snapshot.dataset.kind == "runtime_critic"
+    assert snapshot.n_records == out["records"] > 0
+    train = Job.objects.get(pk=out["train_job"])
+    assert train.parent == data and train.config["snapshot"] == snapshot.pk
+    train = wait_for(lambda: finished(train), 600, "the train-critic child job")
+    assert train.status == Job.SUCCEEDED, train.error + train.traceback
+    critic = Checkpoint.objects.get(pk=train.outputs["checkpoint_produced"])
+    assert critic.produced_by == train and critic.parent.name == "smollm2-135m-instruct"
+
+    supervised = lifecycle.check_create_job(researcher, "supervised-rollout", {
+        "env": "tool_use", "split": "synthetic_test", "tasks": 1, "trials": 1, "max_turns": 2,
+        "max_new_tokens": 48, "critic_checkpoint": critic.pk, "max_rounds": 1, "max_interventions": 1,
+        "feedback_tokens": 16, "both_arms": False, "counterfactuals": False, "project": "supervised (worker test)"})
+    supervised = wait_for(lambda: finished(supervised), 600, "the supervised rollout with the trained critic")
+    assert supervised.status == Job.SUCCEEDED, supervised.error + supervised.traceback
+    assert supervised.outputs["critic_checkpoint"] == critic.pk and supervised.outputs["episodes"]["supervised"] == 1
+    (episode,) = Trajectory.objects.filter(meta__job=supervised.pk)
+    checks = [c for m in episode.messages.filter(role="assistant") for c in m.meta.get("supervision", [])]
+    assert checks and all(c["critic_model"] == critic.path for c in checks if c["decision"] != "unchecked")
+    assert StepCritique.objects.filter(job=supervised, mode="runtime").count() == len(
+        [c for c in checks if c["decision"] in ("approve", "intervene")])

@@ -2,7 +2,8 @@
 
 The critic stops ``create_task`` calls (update_task_1 asks for a status change): the supervised arm succeeds
 where the baseline fails, the intervened step's counterfactual (the create_task runs) fails, and a forced
-intervention on the approved closing reply makes the actor create the task: helpful 1/1, harmful 1/1.
+intervention on the approved closing reply makes the actor create the task: that forced intervention is the
+only harmful one (harmfulness 0 for the critic's own interventions, 1/1 for the forced one).
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ def test_it_runs_both_arms_stores_the_checks_and_measures_the_critic(personas, m
     without = by_arm["counterfactual"].get(meta__counterfactual__of=update.content_hash,
                                            meta__counterfactual__kind="without")
     assert not without.success and cf["helpfulness"] is not None
+    # apart: the critic's own interventions helped; only the forced one, on a step it approved, broke a success
+    own, forced = cf["by_kind"]["intervened"], cf["by_kind"]["forced"]
+    assert (own["n"], forced["n"]) == (cf["without"], cf["forced"]) == (4, 1)
+    assert own["harmfulness"] == 0.0 and forced["harmfulness"] == 1.0 and cf["harmfulness"] == 0.5
+    assert own["would_fail"] == cf["would_fail"] and own["helpfulness"] == cf["helpfulness"]
 
 
 def test_it_resumes_without_playing_a_stored_episode_twice(personas, models):
@@ -92,7 +98,8 @@ def test_it_refuses_bad_supervision_settings(personas):
     from webapp.jobs.configs import ConfigError
 
     for config, field in (({"where": "sometimes"}, "where"), ({"max_rounds": -1}, "max_rounds"),
-                          ({"critic_backend": "openai"}, "critic_backend"), ({"both_arms": "yes"}, "both_arms")):
+                          ({"critic_backend": "openai"}, "critic_backend"), ({"both_arms": "yes"}, "both_arms"),
+                          ({"critic_checkpoint": 987654}, "critic_checkpoint")):
         with pytest.raises(ConfigError) as caught:
             lifecycle.check_create_job(personas["researcher"], "supervised-rollout", config)
         assert caught.value.field == field
@@ -163,6 +170,18 @@ def test_it_builds_runtime_critic_targets_from_hard_tasks_and_a_snapshot(persona
     # the judged action as it ran (PostgreSQL's jsonb keeps an object's keys in its own order: compare the call)
     assert parse_tool_action(stops.first().record["action"]) == parse_tool_action(WRONG)
     assert out["targets"]["stored"] == labels.count() == out["targets"]["intervene"] + out["targets"]["approve"]
+    # the failed episodes gold actions cannot place go to annotators: every agent step, not the scripted greeting
+    from webapp.annotation.models import Queue
+    from webapp.trajectories.models import Message
+
+    queue = Queue.objects.get(pk=out["queue"])
+    queued = set(queue.items.values_list("trajectory_id", "step_index"))
+    placed = set(labels.values_list("trajectory_id", flat=True))
+    failed = {t for t, _ in queued}
+    assert out["unlocalised_episodes"] == len(failed) == 2 and not failed & placed
+    agent_steps = {(m.trajectory_id, m.step_index) for m in Message.objects.filter(
+        trajectory_id__in=failed, step_index__isnull=False) if not m.meta.get("scripted")}
+    assert queue.n_items == len(queued) == len(agent_steps) > 0 and queued == agent_steps
     from webapp.datasets.models import Snapshot
 
     snapshot = Snapshot.objects.get(pk=out["snapshot"])
@@ -213,6 +232,12 @@ def test_it_launches_the_pipeline_and_a_replay_from_their_forms(client_for, tau_
                                                   "learning_rate": 1e-4})
     assert bad.status_code == 400 and "k self-play trials of a task need sampling" in bad.content.decode()
     first = tau_project.trajectories.order_by("id").first().pk
+    page = client.get(f"/trajectories/{first}/").content.decode()
+    assert f'href="/jobs/new/replay-critic/?trajectory={first}" id="launch-replay-critic"' in page
+    form = client.get(f"/jobs/new/replay-critic/?trajectory={first}").content.decode()
+    assert "New replay-critic job" in form and f'value="{first}"' in form  # the selection comes pre-filled
+    listing = client.get(f"/projects/{tau_project.slug}/?outcome=failure").content.decode()
+    assert 'id="launch-replay-critic" href="/jobs/new/replay-critic/?project=' in listing
     response = client.post("/jobs/new/replay-critic/", {
         "trajectory_ids": str(first), "backend": "hf", "batch_size": 8, "steps": "all", "max_steps": 50,
         "where": "state_changing", "feedback_tokens": 32, "chunk_size": 8})

@@ -28,7 +28,7 @@ LABEL_PROMPT_ID = "first_error@gold"  # where a label came from: first-error loc
 
 def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     from nlac_core.backends.base import SamplingSpec
-    from nlac_core.critic_data import hard_tasks, runtime_labels, unlocalised
+    from nlac_core.critic_data import balance, hard_tasks, runtime_labels, unlocalised
     from nlac_core.envs import make_env
     from nlac_core.rollout import rollout
     from webapp.trajectories.models import Trajectory
@@ -67,14 +67,19 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
         ids[record.content_hash()] = tid
         records.append(record)
     difficulties = hard_tasks(records, config.k)
-    labels = runtime_labels(records, difficulties, config.approve_ratio, config.seed)
+    # with validation, the approvals are balanced against the interventions that pass it (below)
+    labels = runtime_labels(records, difficulties, None if config.validate_feedback else config.approve_ratio,
+                            config.seed)
     hard = [d for d in difficulties if d.hard]
     ctx.log(f"{len(hard)} hard tasks of {len(difficulties)} ({sum(d.label == 'unsolved' for d in hard)} unsolved); "
             f"{sum(x.decision == 'intervene' for x in labels)} intervene and "
             f"{sum(x.decision == 'approve' for x in labels)} approve targets")
     validation: dict[str, Any] = {}
     if config.validate_feedback:
-        labels, validation = _validated(ctx, env, actor, spec, config, records, labels, project, source)
+        validated, validation = _validated(ctx, env, actor, spec, config, records, labels, project, source)
+        if validated is None:
+            return {"project": project.slug, "stopped": "during validation", "validation": validation}
+        labels = balance(validated, config.approve_ratio, config.seed)
     written = _store_labels(ctx, labels, ids)
     queue = _queue_unlocalised(ctx, project, [ids[h] for h in unlocalised(records, difficulties)])
     out: dict[str, Any] = {
@@ -95,19 +100,28 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
 def _validated(ctx, env, actor, spec, config, records, labels, project, source):
     """Keep an intervene target only if re-running from its step with its feedback succeeds."""
     from nlac_core.counterfactual import CounterfactualCase, rerun
+    from webapp.trajectories.models import Trajectory
 
     by_hash = {r.content_hash(): r for r in records}
     cases = [CounterfactualCase(by_hash[x.trajectory], x.step_index, "feedback", x.feedback)
              for x in labels if x.decision == "intervene"]
-    ctx.progress(0, len(cases), "validation")
+    # a resumed job: the re-runs stored before count as played (keyed like the supervised job's counterfactuals)
+    outcomes = {(m["of"], m["step_index"]): bool(success) for m, success in Trajectory.objects.filter(
+        project=project, meta__job=ctx.job.pk, meta__arm="validation").values_list("meta__counterfactual", "success")
+        if m}
+    todo = [c for c in cases if (c.trajectory.content_hash(), c.step_index) not in outcomes]
+    ctx.progress(len(cases) - len(todo), len(cases), "validation")
     store = EpisodeStore(ctx, project, "validation")
     try:
-        results = rerun(env, actor, cases, None, spec=spec, max_turns=config.max_turns, should_stop=ctx.should_stop,
+        results = rerun(env, actor, todo, None, spec=spec, max_turns=config.max_turns, should_stop=ctx.should_stop,
                         on_trajectory=lambda case, record: (store.add(record), ctx.progress(
-                            store.count, len(cases), "validation")), **source)
+                            len(cases) - len(todo) + store.count, len(cases), "validation")), **source)
     finally:
         store.flush()
-    passed = {(c.trajectory.content_hash(), c.step_index) for c, r in results if r.success}
+    outcomes.update({(c.trajectory.content_hash(), c.step_index): r.success for c, r in results})
+    if len(outcomes) < len(cases):
+        return None, {"checked": len(outcomes), "of": len(cases)}  # stopped: not every target was validated
+    passed = {key for key, success in outcomes.items() if success}
     kept = [x for x in labels if x.decision == "approve" or (x.trajectory, x.step_index) in passed]
     ctx.log(f"validation: {len(passed)} of {len(cases)} intervene targets lead to a success with their feedback")
     return kept, {"checked": len(cases), "kept": len(passed)}
@@ -138,6 +152,7 @@ def _queue_unlocalised(ctx: JobContext, project, trajectory_ids: list[int]) -> i
     from django.contrib.auth import get_user_model
 
     from webapp.accounts.roles import ANNOTATOR
+    from webapp.annotation.models import Queue
     from webapp.annotation.services.queues import QueueSpec, do_create_queue
     from webapp.trajectories.models import Message
 
@@ -148,10 +163,17 @@ def _queue_unlocalised(ctx: JobContext, project, trajectory_ids: list[int]) -> i
         ctx.log(f"{len(trajectory_ids)} failed episodes need a human to find their first error, but no user has "
                 "the annotator role: no queue made")
         return None
-    steps = list(Message.objects.filter(trajectory_id__in=trajectory_ids, role="assistant", step_index__isnull=False)
-                 .exclude(meta__scripted=True).order_by("trajectory_id", "step_index")
-                 .values_list("trajectory_id", "step_index"))
-    queue = do_create_queue(ctx.job.created_by, f"first errors of job {ctx.job.pk}", project,
+    name = f"first errors of job {ctx.job.pk}"
+    existing = Queue.objects.filter(project=project, name=name).first()
+    if existing is not None:  # a resumed job: the queue was made before
+        return existing.pk
+    # scripted steps (the env's greeting) are not the agent's: left out (in Python: a JSON key that is missing
+    # compares as NULL in SQL, so an exclude on it would drop every step without the key)
+    steps = [(t, s) for t, s, meta in Message.objects.filter(trajectory_id__in=trajectory_ids, role="assistant",
+                                                              step_index__isnull=False)
+             .order_by("trajectory_id", "step_index").values_list("trajectory_id", "step_index", "meta")
+             if not (meta or {}).get("scripted")]
+    queue = do_create_queue(ctx.job.created_by, name, project,
                             QueueSpec(outcome="failed"), 1, annotators, [(t, s, None) for t, s in steps], 600,
                             "These episodes failed and their tasks have no gold actions that place the error. "
                             "Mark the first wrong action: verdict suboptimal or harmful, with what the agent "
@@ -161,7 +183,7 @@ def _queue_unlocalised(ctx: JobContext, project, trajectory_ids: list[int]) -> i
 
 
 def _snapshot_and_training(ctx: JobContext, config: CriticDataJob, project) -> dict[str, Any]:
-    from webapp.datasets.models import Dataset
+    from webapp.datasets.models import Dataset, Snapshot
     from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
     from webapp.datasets.services.datasets import check_create_dataset
     from webapp.jobs.services import lifecycle
@@ -174,15 +196,24 @@ def _snapshot_and_training(ctx: JobContext, config: CriticDataJob, project) -> d
                                                    "by gold actions), and human corrections of the project.")
     elif dataset.kind != "runtime_critic":
         raise ValueError(f"dataset {name!r} holds {dataset.get_kind_display()}, not runtime critic records")
-    snapshot = do_create_snapshot(dataset, ctx.job.created_by, f"built by critic-data job {ctx.job.pk}")
-    snapshot = do_build_snapshot(snapshot, should_stop=ctx.should_stop, still_owner=ctx.still_owner)
+    elif dataset.project_id != project.pk:
+        raise ValueError(f"dataset {name!r} belongs to project {dataset.project.name!r}, not {project.name!r}: "
+                         "choose another dataset name")
+    notes = f"built by critic-data job {ctx.job.pk}"
+    # a resumed job takes up the snapshot it began (a version already built stays as it is) and its train job
+    snapshot = dataset.snapshots.filter(notes=notes).exclude(status=Snapshot.FAILED).order_by("-version").first() \
+        or do_create_snapshot(dataset, ctx.job.created_by, notes)
+    if snapshot.status != Snapshot.READY:
+        snapshot = do_build_snapshot(snapshot, should_stop=ctx.should_stop, still_owner=ctx.still_owner)
     ctx.log(f"{snapshot.label}: {snapshot.n_records} records")
     out: dict[str, Any] = {"dataset": dataset.pk, "snapshot": snapshot.pk, "records": snapshot.n_records}
     if config.train:
-        job = lifecycle.check_create_job(ctx.job.created_by, "train-critic", {
-            "snapshot": snapshot.pk, "checkpoint": config.critic_checkpoint, "max_steps": config.train_max_steps,
-            "learning_rate": config.learning_rate, "seed": config.seed,
-            "name": f"runtime critic from job {ctx.job.pk}"}, parent=ctx.job)
+        job = ctx.job.children.filter(kind="train-critic").first()
+        if job is None:
+            job = lifecycle.check_create_job(ctx.job.created_by, "train-critic", {
+                "snapshot": snapshot.pk, "checkpoint": config.critic_checkpoint,
+                "max_steps": config.train_max_steps, "learning_rate": config.learning_rate, "seed": config.seed,
+                "name": f"runtime critic from job {ctx.job.pk}"}, parent=ctx.job)
         ctx.log(f"train-critic job {job.pk} launched on {snapshot.label}")
         out["train_job"] = job.pk
     return out

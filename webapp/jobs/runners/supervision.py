@@ -115,6 +115,11 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
                         **source)
             finally:
                 store.flush()
+            if arm == "supervised" and ctx.still_owner():
+                # the checks of episodes stored by a run that died before it stored them (idempotent)
+                judged = StepCritique.objects.filter(job=ctx.job).values("trajectory_id")
+                do_store_runtime_checks(ctx.job, list(mine.filter(meta__arm=arm).exclude(pk__in=judged)
+                                                      .values_list("pk", flat=True)), critic_checkpoint)
             played += len(tasks) * config.trials
         if config.counterfactuals and not ctx.should_stop(fresh=True):
             supervised = list(iter_records(mine.filter(meta__arm="supervised")))

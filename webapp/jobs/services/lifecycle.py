@@ -64,9 +64,10 @@ def check_create_job(user, kind: str, config_data: dict[str, Any], selection_dat
         checkpoint = Checkpoint.objects.filter(pk=config.checkpoint).first()
         if checkpoint is None:
             raise ConfigError("checkpoint", f"no checkpoint with id {config.checkpoint}")
-    target = getattr(config, "target_checkpoint", None)
-    if target is not None and not Checkpoint.objects.filter(pk=target).exists():
-        raise ConfigError("target_checkpoint", f"no checkpoint with id {target}")
+    for field in ("target_checkpoint", "critic_checkpoint"):
+        other = getattr(config, field, None)
+        if other is not None and not Checkpoint.objects.filter(pk=other).exists():
+            raise ConfigError(field, f"no checkpoint with id {other}")
     return do_create_job(user, config, selection, checkpoint=checkpoint, parent=parent)
 
 

@@ -80,7 +80,11 @@ def run_summary(job: Job, env: str) -> dict[str, Any]:
         original = by_hash.get(of.get("of"))
         if original is not None:
             labels.append(CounterfactualCase(original, of["step_index"], of["kind"]).label(rerun))
+    # pooled over both kinds (an intervention's effect, wherever it was made), and apart: the critic's own
+    # interventions ("without" re-runs) and forced ones on steps it approved (what intervening there would do)
     out["counterfactual"] = {**helpfulness(labels),
                              "without": sum(1 for c in labels if c.intervened),
-                             "forced": sum(1 for c in labels if not c.intervened)}
+                             "forced": sum(1 for c in labels if not c.intervened),
+                             "by_kind": {"intervened": helpfulness(c for c in labels if c.intervened),
+                                         "forced": helpfulness(c for c in labels if not c.intervened)}}
     return out
