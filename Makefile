@@ -23,7 +23,7 @@ run: $(RUN_STAMP)
 	$(PY) deploy/embedded.py
 
 test: $(DEV_STAMP) chromium
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # The browser tests drive Debian's chromium: installed here when missing and we are root.
 chromium:

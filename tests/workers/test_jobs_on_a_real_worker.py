@@ -175,31 +175,45 @@ def test_it_builds_and_exports_a_dataset_snapshot_on_a_real_worker(tau_project, 
 
 
 @pytest.mark.heavy
-def test_it_builds_a_runtime_critic_and_supervises_with_it_on_a_real_worker(personas, worker):
-    """The critic's data pipeline end to end with the embedded model on two generated tasks: self-play, first
-    errors by gold actions, a runtime-critic snapshot, a train-critic child job and its checkpoint, which then
-    checks the actor's proposals in a supervised rollout. Every job goes through Redis to the worker."""
+def test_it_trains_a_runtime_critic_from_the_pipeline_and_supervises_with_it_on_a_real_worker(personas, worker,
+                                                                                             monkeypatch):
+    """The critic's data pipeline to a checkpoint that supervises. SmolLM2-135M never writes a tool call on the
+    tool-use env, so no gold action can place its errors: the self-play here is a scripted actor (in this
+    process, the job not sent to the broker), whose wrong call gives the targets; the snapshot's train-critic
+    child job goes through Redis to the worker and trains the embedded model for real, and the checkpoint
+    then checks the embedded actor's proposals in a supervised rollout on the worker."""
+    from nlac_core.backends.fake import FakeBackend
+    from tests.webapp.jobs.test_supervised_jobs import self_player
     from webapp.datasets.models import Snapshot
+    from webapp.jobs import loaded_model
     from webapp.jobs.models import Checkpoint
+    from webapp.jobs.runners.base import execute
 
     researcher = personas["researcher"]
+    broker = lifecycle.enqueue
+    monkeypatch.setattr(lifecycle, "enqueue", lambda job: None)  # this one runs here, with the scripted actor
     data = lifecycle.check_create_job(researcher, "critic-data", {
-        "split": "synthetic_train", "tasks": 2, "k": 2, "max_turns": 2, "max_new_tokens": 48, "seed": 0,
-        "train": True, "train_max_steps": 1, "learning_rate": 1e-4, "project": "critic data (worker test)"})
-    data = wait_for(lambda: finished(data), 600, "the critic-data job")
-    assert data.status == Job.SUCCEEDED, data.error + data.traceback
+        "split": "all", "tasks": 4, "k": 2, "max_turns": 3, "approve_ratio": 1.0, "train": True,
+        "train_max_steps": 1, "learning_rate": 1e-4, "project": "critic data (worker test)"})
+    monkeypatch.setattr(lifecycle, "enqueue", broker)  # its child goes to the worker
+    loaded_model.override(lambda config, checkpoint: FakeBackend(model="self-player", responder=self_player))
+    try:
+        assert execute(data.pk, "test:1") == Job.SUCCEEDED
+    finally:
+        loaded_model.override(None)
+    data.refresh_from_db()
     out = data.outputs
-    assert out["episodes"] == 4 and out["tasks"]["all"] == 2
-    assert out["targets"]["stored"] == StepCritique.objects.filter(job=data, mode="runtime-label").count() > 0
     snapshot = Snapshot.objects.get(pk=out["snapshot"])
     assert snapshot.status == Snapshot.READY and snapshot.dataset.kind == "runtime_critic"
-    assert snapshot.n_records == out["records"] > 0
+    assert snapshot.n_records == out["targets"]["stored"] > 0
     train = Job.objects.get(pk=out["train_job"])
     assert train.parent == data and train.config["snapshot"] == snapshot.pk
-    train = wait_for(lambda: finished(train), 600, "the train-critic child job")
+    train = wait_for(lambda: finished(train), 600, "the train-critic child job on the worker")
     assert train.status == Job.SUCCEEDED, train.error + train.traceback
+    assert train.worker.split(":")[1] != str(os.getpid())
     critic = Checkpoint.objects.get(pk=train.outputs["checkpoint_produced"])
     assert critic.produced_by == train and critic.parent.name == "smollm2-135m-instruct"
+    assert critic.manifest["dataset_hash"]
 
     supervised = lifecycle.check_create_job(researcher, "supervised-rollout", {
         "env": "tool_use", "split": "synthetic_test", "tasks": 1, "trials": 1, "max_turns": 2,
@@ -210,6 +224,6 @@ def test_it_builds_a_runtime_critic_and_supervises_with_it_on_a_real_worker(pers
     assert supervised.outputs["critic_checkpoint"] == critic.pk and supervised.outputs["episodes"]["supervised"] == 1
     (episode,) = Trajectory.objects.filter(meta__job=supervised.pk)
     checks = [c for m in episode.messages.filter(role="assistant") for c in m.meta.get("supervision", [])]
-    assert checks and all(c["critic_model"] == critic.path for c in checks if c["decision"] != "unchecked")
-    assert StepCritique.objects.filter(job=supervised, mode="runtime").count() == len(
-        [c for c in checks if c["decision"] in ("approve", "intervene")])
+    decided = [c for c in checks if c["decision"] in ("approve", "intervene")]
+    assert decided and all(c["critic_model"] == critic.path for c in decided)
+    assert StepCritique.objects.filter(job=supervised, mode="runtime", checkpoint=critic).count() == len(decided)
