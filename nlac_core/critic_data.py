@@ -9,7 +9,10 @@ The pure part of the asymmetric actor-critic's data pipeline (nothing is run her
   gold action (tau2's comparison: same name, equal values of the gold's ``compare_args``), a read, or a
   repeat of a gold action already done; any other call, and any invalid action, is the first error. An
   episode that stays on the path but ends short of it (the user stopped, the agent transferred) is wrong at
-  its last step. Anything else is not localised and goes to annotators instead (``unlocalised``).
+  its last step; so, with ``at_turn_cap``, is one cut at the turn cap (it used its last turn on something else
+  than the expected gold action: a weaker label, opt-in, for actors that never leave the path by a wrong call
+  but never do the work either, as SmolLM2-135M, which writes no tool call at all). Anything else is not
+  localised and goes to annotators instead (``unlocalised``).
 - ``runtime_labels``: one *intervene* target at each first error (feedback from ``FIRST_ERROR_FEEDBACK``),
   *approve* targets on the steps before it and on the steps of the hard tasks' successful episodes, balanced
   to at most ``approve_ratio`` approvals per intervention by a seeded sample.
@@ -95,7 +98,7 @@ def hard_tasks(trajectories: Iterable[TrajectoryRecord], k: int | None = None) -
     return out
 
 
-def first_error(trajectory: TrajectoryRecord) -> FirstError | None:
+def first_error(trajectory: TrajectoryRecord, at_turn_cap: bool = False) -> FirstError | None:
     """The first wrong step of a failed episode; None for a success, a task without gold actions, or an
     episode whose failure is not localised (see the module docstring)."""
     if not _failed(trajectory):
@@ -122,13 +125,15 @@ def first_error(trajectory: TrajectoryRecord) -> FirstError | None:
         return None
     index, message = len(steps) - 1, steps[-1][1]
     ended = any(c.name == TRANSFER for c in message.tool_calls) or trajectory.termination_reason == "user_stop"
-    if not ended or message.meta.get("scripted"):
+    cut = at_turn_cap and trajectory.termination_reason == "max_turns"
+    if not (ended or cut) or message.meta.get("scripted"):
         return None
-    return FirstError(index, render_message_action(message), gold[done], f"ended without {gold[done].get('name')}")
+    what = "ran out of turns" if cut and not ended else "ended"
+    return FirstError(index, render_message_action(message), gold[done], f"{what} without {gold[done].get('name')}")
 
 
 def runtime_labels(trajectories: Sequence[TrajectoryRecord], difficulties: Iterable[TaskDifficulty],
-                   approve_ratio: float | None = 1.0, seed: int = 0) -> list[RuntimeLabel]:
+                   approve_ratio: float | None = 1.0, seed: int = 0, at_turn_cap: bool = False) -> list[RuntimeLabel]:
     """Intervene at each localised first error of a hard task's failed episode, approve the steps before it and
     the steps of its successful episodes; then ``balance`` them (``approve_ratio`` None: every approval, to
     balance later, after a validation has dropped some interventions). Labels come in trajectory order, then
@@ -143,7 +148,7 @@ def runtime_labels(trajectories: Sequence[TrajectoryRecord], difficulties: Itera
         if is_success(t):
             labels += _approvals(t, len(t.steps), "a step of a successful episode")
             continue
-        error = first_error(t)
+        error = first_error(t, at_turn_cap)
         if error is None:
             continue
         labels += _approvals(t, error.step_index, "before the episode's first error")
@@ -164,11 +169,12 @@ def balance(labels: Sequence[RuntimeLabel], approve_ratio: float, seed: int = 0)
     return [label for i, label in enumerate(labels) if label.decision == "intervene" or i in kept]
 
 
-def unlocalised(trajectories: Iterable[TrajectoryRecord], difficulties: Iterable[TaskDifficulty]) -> list[str]:
+def unlocalised(trajectories: Iterable[TrajectoryRecord], difficulties: Iterable[TaskDifficulty],
+                at_turn_cap: bool = False) -> list[str]:
     """Content hashes of the hard tasks' failed episodes whose first error is not localised (for annotators)."""
     hard = _hard_ids(difficulties)
     return [t.content_hash() for t in trajectories
-            if t.task.external_id in hard and _failed(t) and first_error(t) is None]
+            if t.task.external_id in hard and _failed(t) and first_error(t, at_turn_cap) is None]
 
 
 def render_gold(action: dict[str, Any] | None) -> str:

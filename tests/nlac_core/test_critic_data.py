@@ -126,6 +126,13 @@ def test_it_localises_an_early_end_only_on_a_user_stop_or_a_transfer(tasks):
     assert gave_up.reason == "ended without transfer_to_human_agents"
     hard = hard_tasks([stopped, cut])
     assert unlocalised([stopped, cut], hard) == [cut.content_hash()]
+    # opt-in: the turn cap as an end; the last step had the turn the expected gold action needed
+    assert first_error(cut, at_turn_cap=True) == FirstError(2, "Let me check.", task.meta["evaluation_criteria"][
+        "actions"][0], "ran out of turns without update_task_status")
+    assert unlocalised([stopped, cut], hard, at_turn_cap=True) == []
+    assert [x.step_index for x in runtime_labels([cut], hard, at_turn_cap=True) if x.decision == "intervene"] == [2]
+    assert first_error(episode(task, call("update_task_status", task_id="task_1", status="completed"),
+                               ending="max_turns", reward=1.0), at_turn_cap=True) is None  # a success: no error
 
 
 def test_it_skips_gold_reads_and_the_users_gold_actions(tasks):

@@ -529,6 +529,7 @@ class CriticDataJob(ModelChoice):
     temperature: float = 0.7
     seed: int = 0
     approve_ratio: float = 1.0
+    at_turn_cap: bool = False  # an episode cut at the turn cap is wrong at its last step (nlac_core.critic_data)
     validate_feedback: bool = False
     project: str = ""  # default "<env> critic data"
     dataset: str = ""  # default "runtime critic from job <id>"
@@ -551,7 +552,7 @@ class CriticDataJob(ModelChoice):
             raise ConfigError("temperature", "k self-play trials of a task need sampling: set a temperature above 0")
         _int("seed", self.seed, 0, 2**31 - 1)
         _float("approve_ratio", self.approve_ratio, 0.0, 100.0)
-        for name in ("validate_feedback", "train"):
+        for name in ("at_turn_cap", "validate_feedback", "train"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, "expected true or false")
         if len(self.project) > 200 or len(self.dataset) > 200:

@@ -272,6 +272,8 @@ class CriticDataForm(LaunchForm):
     seed = forms.IntegerField(initial=0, min_value=0)
     approve_ratio = forms.FloatField(initial=1.0, min_value=0.0, max_value=100.0,
                                      label="Approve targets per intervene target")
+    at_turn_cap = forms.BooleanField(required=False, label="Place the error of an episode cut at the turn cap at "
+                                                           "its last step (a weaker label)")
     validate_feedback = forms.BooleanField(required=False, label="Keep an intervene target only if re-running with "
                                                                  "its feedback succeeds")
     project = forms.CharField(required=False, max_length=200, help_text="default: '<env> critic data'")
@@ -285,7 +287,7 @@ class CriticDataForm(LaunchForm):
     def config(self) -> dict[str, Any]:
         data = super().config()
         data["critic_checkpoint"] = data["critic_checkpoint"].pk if data.get("critic_checkpoint") else None
-        for name in ("validate_feedback", "train"):
+        for name in ("at_turn_cap", "validate_feedback", "train"):
             data[name] = bool(self.cleaned_data.get(name))
         data["train_max_steps"] = self.cleaned_data.get("train_max_steps")
         return data

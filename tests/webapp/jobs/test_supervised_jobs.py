@@ -194,6 +194,34 @@ def test_it_builds_runtime_critic_targets_from_hard_tasks_and_a_snapshot(persona
     assert train.pk in sent
 
 
+def chatty_player(request) -> str:
+    """An actor that never calls a tool (as SmolLM2-135M on this env) and a user who never gives up: every
+    episode runs to the turn cap."""
+    if "You play a user" in str(request.messages[0]["content"]):
+        return "Please mark task_1 as completed."
+    return "Let me look into that for you."
+
+
+def test_it_places_errors_at_the_turn_cap_when_asked(personas):
+    loaded_model.override(lambda config, checkpoint: FakeBackend(model="chatty", responder=chatty_player))
+    try:
+        plain, capped = (critic_data_job(personas["researcher"], at_turn_cap=flag, project=f"cap {flag}")
+                         for flag in (False, True))
+        assert execute(plain.pk, "w:1") == execute(capped.pk, "w:1") == Job.SUCCEEDED
+    finally:
+        loaded_model.override(None)
+    plain.refresh_from_db()
+    capped.refresh_from_db()
+    assert plain.outputs["targets"]["intervene"] == 0 and "snapshot" not in plain.outputs  # nothing placed
+    cut = StepCritique.objects.filter(job=capped, mode="runtime-label", verdict="suboptimal")
+    placed = capped.outputs["targets"]["intervene"]
+    assert placed > 0 and cut.count() == placed
+    assert all(c.record["reasoning"].startswith("ran out of turns without") for c in cut)
+    last = {t.pk: t.n_steps - 1 for t in Trajectory.objects.filter(meta__job=capped.pk)}
+    assert all(c.step_index == last[c.trajectory_id] for c in cut)  # the step that had the last turn
+    assert capped.outputs["unlocalised_episodes"] == plain.outputs["unlocalised_episodes"] - placed
+
+
 def test_it_keeps_only_the_targets_whose_feedback_leads_to_a_success(personas):
     def stubborn(request):  # ignores feedback: the re-run fails too
         text = self_player(request)
@@ -221,11 +249,12 @@ def test_it_launches_the_pipeline_and_a_replay_from_their_forms(client_for, tau_
     response = client.post("/jobs/new/critic-data/", {
         "backend": "hf", "batch_size": 8, "split": "synthetic_train", "tasks": 6, "k": 3, "max_turns": 8,
         "temperature": 0.8, "seed": 1, "approve_ratio": 0.5, "validate_feedback": "on", "train_max_steps": 10,
-        "learning_rate": 1e-4})
+        "learning_rate": 1e-4, "at_turn_cap": "on"})
     assert response.status_code == 302, response.content.decode()[:2000]
     job = Job.objects.get(kind="critic-data")
     assert (job.config["k"], job.config["approve_ratio"], job.config["validate_feedback"], job.config["train"]) == (
         3, 0.5, True, False)  # an unticked box is false
+    assert job.config["at_turn_cap"] is True
     assert job.config["critic_checkpoint"] is None and job.config["train_max_steps"] == 10
     bad = client.post("/jobs/new/critic-data/", {"backend": "hf", "batch_size": 8, "split": "x", "tasks": 2, "k": 3,
                                                   "temperature": 0, "seed": 0, "approve_ratio": 1,

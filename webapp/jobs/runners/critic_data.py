@@ -69,7 +69,7 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     difficulties = hard_tasks(records, config.k)
     # with validation, the approvals are balanced against the interventions that pass it (below)
     labels = runtime_labels(records, difficulties, None if config.validate_feedback else config.approve_ratio,
-                            config.seed)
+                            config.seed, at_turn_cap=config.at_turn_cap)
     hard = [d for d in difficulties if d.hard]
     ctx.log(f"{len(hard)} hard tasks of {len(difficulties)} ({sum(d.label == 'unsolved' for d in hard)} unsolved); "
             f"{sum(x.decision == 'intervene' for x in labels)} intervene and "
@@ -81,7 +81,8 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
             return {"project": project.slug, "stopped": "during validation", "validation": validation}
         labels = balance(validated, config.approve_ratio, config.seed)
     written = _store_labels(ctx, labels, ids)
-    queue = _queue_unlocalised(ctx, project, [ids[h] for h in unlocalised(records, difficulties)])
+    not_placed = unlocalised(records, difficulties, config.at_turn_cap)
+    queue = _queue_unlocalised(ctx, project, [ids[h] for h in not_placed])
     out: dict[str, Any] = {
         "project": project.slug, "episodes": len(records),
         "tasks": {"all": len(difficulties), "hard": len(hard),
@@ -89,7 +90,7 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
                   "unreliable": sum(d.label == "unreliable" for d in hard)},
         "targets": {"intervene": sum(x.decision == "intervene" for x in labels),
                     "approve": sum(x.decision == "approve" for x in labels), "stored": written},
-        "unlocalised_episodes": len(unlocalised(records, difficulties)), "queue": queue,
+        "unlocalised_episodes": len(not_placed), "queue": queue,
         **({"validation": validation} if validation else {})}
     if not labels:
         ctx.log("no targets: no failed episode of a hard task had a localisable first error")
@@ -192,8 +193,9 @@ def _snapshot_and_training(ctx: JobContext, config: CriticDataJob, project) -> d
     dataset = Dataset.objects.filter(name=name).first()
     if dataset is None:
         dataset = check_create_dataset(ctx.job.created_by, name, "runtime_critic", project,
-                                       description=f"Targets from hard tasks of job {ctx.job.pk} (first errors "
-                                                   "by gold actions), and human corrections of the project.")
+                                       description=f"Made by critic-data job {ctx.job.pk}: the project's runtime "
+                                                   "critic targets (first errors by gold actions, from every "
+                                                   "critic-data job of the project) and its human corrections.")
     elif dataset.kind != "runtime_critic":
         raise ValueError(f"dataset {name!r} holds {dataset.get_kind_display()}, not runtime critic records")
     elif dataset.project_id != project.pk:
