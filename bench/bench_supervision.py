@@ -8,8 +8,9 @@
    counterfactual re-runs (every intervened step without its intervention, a sample of approved steps with a
    forced one). Figures: intervention rate, success and pass^k of each arm, recovery / disruption / break-even,
    helpfulness / harmfulness.
-2. critic-data on the training tasks: self-play k times per task, hard tasks, first errors by gold actions,
-   targets, a runtime-critic snapshot, and the train-critic job on it (SFT of SmolLM2 as the critic).
+2. critic-data on the training tasks: self-play k times per task, hard tasks, first errors by gold actions
+   (``at_turn_cap``: SmolLM2-135M writes no tool call, so its errors are placed at the turn cap), targets,
+   a runtime-critic snapshot, and the train-critic job on it (SFT of SmolLM2 as the critic).
 3. supervised-rollout again with the fine-tuned critic checkpoint on the same test tasks and seeds.
 
 Jobs run in this process (``runners.base.execute``, no broker) against a bench SQLite file (or DATABASE_URL).
@@ -84,6 +85,7 @@ def main() -> None:
     parser.add_argument("--forced-sample", type=int, default=10)
     parser.add_argument("--train-steps", type=int, default=40)
     parser.add_argument("--skip-pipeline", action="store_true", help="phase 1 only")
+    parser.add_argument("--skip-first", action="store_true", help="phases 2 and 3 only (phase 1 measured before)")
     parser.add_argument("--db", default=None, help="DATABASE_URL (default: a fresh bench SQLite file)")
     args = parser.parse_args()
     if args.db is None:
@@ -99,14 +101,16 @@ def main() -> None:
               "max_interventions": 2, "feedback_tokens": 32, "forced_sample": args.forced_sample, "batch_size": 16}
     print(f"tool_use {args.split}: {args.tasks} tasks x {args.trials} trials, max {args.max_turns} turns, "
           f"R=1, I=2, every action checked; 2 CPU cores")
-    outputs, elapsed = run("supervised-rollout", {**common, "project": "bench: critic = SmolLM2"},
-                           "1. actor = critic = SmolLM2-135M-Instruct")
-    report(outputs, elapsed)
+    if not args.skip_first:
+        outputs, elapsed = run("supervised-rollout", {**common, "project": "bench: critic = SmolLM2"},
+                               "1. actor = critic = SmolLM2-135M-Instruct")
+        report(outputs, elapsed)
     if args.skip_pipeline:
         return
     data, elapsed = run("critic-data", {"split": args.train_split, "tasks": args.train_tasks, "k": args.k,
                                         "max_turns": args.max_turns, "max_new_tokens": 96, "temperature": 0.7,
                                         "seed": 0, "approve_ratio": 1.0, "train_max_steps": args.train_steps,
+                                        "at_turn_cap": True,  # SmolLM2's errors are never a wrong tool call
                                         "learning_rate": 5e-5, "project": "bench: critic data",
                                         "dataset": "bench runtime critic"},
                         f"2. critic data: {args.train_split} {args.train_tasks} tasks x k={args.k}")
