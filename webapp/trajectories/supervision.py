@@ -14,10 +14,13 @@ from typing import Any
 from nlac_core.actions import parse_tool_action
 from webapp.trajectories.models import Trajectory
 
-ARMS = ("baseline", "supervised", "counterfactual")
+# the arms of supervised-rollout jobs, then those of critic-data jobs
+ARMS = ("baseline", "supervised", "counterfactual", "self-play", "validation")
 # kind -> (how the original's step names the re-run, how the re-run names what it changed)
 KINDS = {"without": ("without this intervention", "the intervention removed: the original proposal ran"),
-         "forced": ("with a forced intervention", "an intervention forced on the approved step")}
+         "forced": ("with a forced intervention", "an intervention forced on the approved step"),
+         "feedback": ("with a target's feedback", "a runtime-critic target's feedback given at this step (its "
+                                                  "validation)")}
 
 
 def _text(value: Any) -> str:
