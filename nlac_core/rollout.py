@@ -133,7 +133,7 @@ def play(envs: Sequence[Environment], policy: Backend, spec: SamplingSpec, trial
         actions = [r.assistant_prefix + c.text for r, c in zip(rendered, completions, strict=True)]
         checks: list[list[dict]] = [[] for _ in live]
         if supervisor is not None:
-            actions, checks = supervisor.review([envs[i] for i in live], rendered, actions)
+            actions, checks = supervisor.review([envs[i] for i in live], rendered, actions, row_seeds)
         step([envs[i] for i in live], actions, [c.finish_reason for c in completions], checks, max_turns)
         for i, completion in zip(live, completions, strict=True):
             envs[i].count("policy", [completion])

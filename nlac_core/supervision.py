@@ -79,9 +79,15 @@ class Supervisor:
 
     # -- the hook -------------------------------------------------------------------------------------------
 
-    def review(self, slots: list[Any], rendered: list[Rendered], proposals: list[str]) -> tuple[list[str],
-                                                                                                list[list[dict]]]:
-        """The actions to execute (one per slot) and each step's supervision records."""
+    def review(self, slots: list[Any], rendered: list[Rendered], proposals: list[str],
+               row_seeds: Sequence[int | None] | None = None) -> tuple[list[str], list[list[dict]]]:
+        """The actions to execute (one per slot) and each step's supervision records. ``row_seeds``: the seeds
+        the proposals were sampled with, one per slot; a backend that takes a seed per row samples each
+        revision with one derived from its slot's (so a revision does not depend on its batch mates, and a
+        resumed job plays as it would have)."""
+        from nlac_core.rollout import derive_seed, takes_row_seeds
+
+        per_row = row_seeds is not None and takes_row_seeds(self.actor)
         final = list(proposals)
         records: list[list[dict]] = [[] for _ in slots]
         followups: list[list[dict[str, Any]]] = [[] for _ in slots]  # the actor's private conversation
@@ -108,7 +114,12 @@ class Supervisor:
                 requests.append(ChatRequest(list(rendered[j].messages) + followups[j], rendered[j].assistant_prefix))
             spec = replace(self.actor_spec, seed=None if self.actor_spec.seed is None else self.actor_spec.seed
                            + round_no + 1)
-            for (j, _), completion in zip(revise, self.actor.generate(requests, spec), strict=True):
+            if per_row:
+                seeds = [derive_seed(row_seeds[j], "revision", round_no) for j, _ in revise]
+                completions = self.actor.generate(requests, spec, row_seeds=seeds)
+            else:
+                completions = self.actor.generate(requests, spec)
+            for (j, _), completion in zip(revise, completions, strict=True):
                 final[j] = rendered[j].assistant_prefix + completion.text
             round_no += 1
             pending = [j for j, _ in revise if self._eligible(slots[j], final[j], round_no)]

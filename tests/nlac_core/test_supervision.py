@@ -96,6 +96,40 @@ def test_it_checks_only_state_changing_calls_when_asked():
     assert not is_state_changing("Sure, I can help.")
 
 
+class SeededActor(FakeBackend):
+    """The scripted actor, taking one seed per request as the hf backend does; keeps (request, seed) pairs."""
+
+    def __init__(self) -> None:
+        super().__init__(model="seeded-actor", responder=actor_reply)
+        self.seen: list[tuple[bool, int | None]] = []
+
+    def generate(self, requests, spec, *, row_seeds=None):
+        for request, seed in zip(requests, row_seeds or [None] * len(requests), strict=True):
+            revision = any(str(m["content"]).startswith("A reviewer checked") for m in request.messages)
+            self.seen.append((revision, seed))
+        return super().generate(requests, spec)
+
+
+def test_it_samples_each_revision_with_a_seed_of_its_own_episode():
+    from nlac_core.backends.base import SamplingSpec
+    from nlac_core.rollout import derive_seed
+
+    seeds = {}
+    for trials in (1, 3):  # alone, then beside batch mates: trial 0's revisions get the same seeds
+        user = FakeBackend(model="scripted-user", responder=lambda r: "Please mark task_1 as completed.")
+        env = make_env("tool_use", oracle=user)
+        task = next(t for t in env.tasks("all") if t.external_id == "update_task_1")
+        actor = SeededActor()
+        supervisor = Supervisor(actor, critic(), SupervisionConfig(max_rounds=2, max_interventions=2))
+        records = rollout(env, actor, [task], trials=trials, spec=SamplingSpec(seed=7, temperature=0.7),
+                          supervisor=supervisor, max_turns=2)
+        assert all(r.meta["supervision"]["interventions"] == 2 for r in records)
+        seeds[trials] = [s for revision, s in actor.seen if revision]
+    first = derive_seed(derive_seed(7, "update_task_1", 0), "turn", 0)  # trial 0's first proposal
+    assert seeds[1] == [derive_seed(first, "revision", 0), derive_seed(first, "revision", 1)]
+    assert set(seeds[1]) <= set(seeds[3]) and len(set(seeds[3])) == len(seeds[3]) == 6  # none shared
+
+
 def test_it_refuses_a_bad_configuration():
     with pytest.raises(ValueError, match="where"):
         SupervisionConfig(where="sometimes")
