@@ -86,6 +86,8 @@ def main() -> None:
     parser.add_argument("--train-steps", type=int, default=40)
     parser.add_argument("--skip-pipeline", action="store_true", help="phase 1 only")
     parser.add_argument("--skip-first", action="store_true", help="phases 2 and 3 only (phase 1 measured before)")
+    parser.add_argument("--critic-checkpoint", default=None,
+                        help="phase 3 only, with this fine-tuned critic (a checkpoint phase 2 produced before)")
     parser.add_argument("--db", default=None, help="DATABASE_URL (default: a fresh bench SQLite file)")
     args = parser.parse_args()
     if args.db is None:
@@ -101,6 +103,12 @@ def main() -> None:
               "max_interventions": 2, "feedback_tokens": 32, "forced_sample": args.forced_sample, "batch_size": 16}
     print(f"tool_use {args.split}: {args.tasks} tasks x {args.trials} trials, max {args.max_turns} turns, "
           f"R=1, I=2, every action checked; 2 CPU cores")
+    if args.critic_checkpoint:
+        outputs, elapsed = run("supervised-rollout", {**common, "critic_checkpoint": args.critic_checkpoint,
+                                                      "project": "bench: fine-tuned critic"},
+                               "3. actor = SmolLM2, critic = the fine-tuned checkpoint")
+        report(outputs, elapsed)
+        return
     if not args.skip_first:
         outputs, elapsed = run("supervised-rollout", {**common, "project": "bench: critic = SmolLM2"},
                                "1. actor = critic = SmolLM2-135M-Instruct")
