@@ -90,7 +90,7 @@ def main() -> None:
                         help="phase 3 only, with this fine-tuned critic (a checkpoint phase 2 produced before)")
     parser.add_argument("--db", default=None, help="DATABASE_URL (default: a fresh bench SQLite file)")
     args = parser.parse_args()
-    if args.db is None:
+    if args.db is None and not args.critic_checkpoint:  # phase 3 alone reuses the bench file and its checkpoint
         DB_FILE.parent.mkdir(parents=True, exist_ok=True)
         for suffix in ("", "-wal", "-shm"):
             DB_FILE.with_name(DB_FILE.name + suffix).unlink(missing_ok=True)
