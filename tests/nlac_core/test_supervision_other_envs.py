@@ -41,18 +41,27 @@ def test_it_supervises_twenty_questions_and_the_oracle_never_hears_a_rejected_qu
     env = make_env("twenty_questions", oracle=oracle)
     task = env.tasks("test", 1)[0]
     word = task.gold_answer
-    actor = FakeBackend(model="scripted-actor",
-                        responder=lambda r: f"Is it a {word}?" if revising(r) else "Is it a turnip?")
+    assert "turnip" not in word
+
+    def ask(request) -> str:  # turn 0: a guess, revised into a question; turn 1: the word
+        if revising(request):
+            return "Is it alive?"
+        asked = any("Is it alive?" in str(m["content"]) for m in request.messages)
+        return f"Is it a {word}?" if asked else "Is it a turnip?"
+
+    actor = FakeBackend(model="scripted-actor", responder=ask)
     supervisor = Supervisor(actor, critic_stopping("turnip", feedback), SupervisionConfig(max_rounds=1))
     (record,) = rollout(env, actor, [task], supervisor=supervisor, max_turns=3)
-    first = next(m for m in record.messages if m.role == "assistant")
+    first, second = [m for m in record.messages if m.role == "assistant"]
     assert [c["decision"] for c in first.meta["supervision"]] == ["intervene", "unchecked"]
     assert first.meta["supervision"][0]["proposal"].strip() == "Is it a turnip?"
-    assert first.content == f"Is it a {word}?" and record.reward_info.get("success") is True
+    assert first.content == "Is it alive?" and [c["decision"] for c in second.meta["supervision"]] == ["approve"]
+    assert second.content == f"Is it a {word}?" and record.reward_info.get("success") is True
     assert all("turnip" not in (m.content or "") and feedback not in (m.content or "") for m in record.messages)
-    assert all("turnip" not in json.dumps(r.messages) for _, batch in oracle.calls for r in batch)
+    heard = [json.dumps(r.messages) for _, batch in oracle.calls for r in batch]
+    assert heard and all("Is it alive?" in h and "turnip" not in h and feedback not in h for h in heard)
     summary = record.meta["supervision"]
-    assert (summary["interventions"], summary["checks"]) == (1, 1)
+    assert (summary["interventions"], summary["checks"]) == (1, 2)
 
 
 def test_it_supervises_a_math_answer_and_only_the_revision_is_graded():
