@@ -16,6 +16,7 @@ from nlac_core.envs import make_env
 from nlac_core.rollout import rollout
 from nlac_core.supervision import SupervisionConfig, Supervisor, is_state_changing
 from tests.conftest import needs_shared
+from tests.nlac_core.scripted_critic import revisions, scripted_critic
 
 pytestmark = needs_shared
 
@@ -25,23 +26,15 @@ UPDATE = 'TOOL_CALL: {"name": "update_task_status", "arguments": {"task_id": "ta
 
 
 def actor_reply(request) -> str:
-    revisions = sum(1 for m in request.messages if m["role"] == "user"
-                    and str(m["content"]).startswith("A reviewer checked"))
-    if revisions == 0:  # a fresh step: the task is done once the update's result is in the conversation
+    rounds = revisions(request)
+    if rounds == 0:  # a fresh step: the task is done once the update's result is in the conversation
         done = any('"status": "completed"' in str(m["content"]) for m in request.messages)
         return "Done: task_1 is completed." if done else CREATE
-    return CREATE if revisions == 1 else UPDATE
-
-
-def proposed(request) -> str:
-    return str(request.messages[-1]["content"]).split("PROPOSED ACTION:")[-1]
+    return CREATE if rounds == 1 else UPDATE
 
 
 def critic() -> FakeBackend:
-    def score(request):
-        stop = "create_task" in proposed(request)
-        return 0.0 if (request.continuation.strip() == "intervene") == stop else -5.0
-    return FakeBackend(model="scripted-critic", responder=lambda r: f" {FEEDBACK}", scorer=score)
+    return scripted_critic(lambda proposal: "create_task" in proposal, FEEDBACK)
 
 
 def play(config: SupervisionConfig):
@@ -105,8 +98,7 @@ class SeededActor(FakeBackend):
 
     def generate(self, requests, spec, *, row_seeds=None):
         for request, seed in zip(requests, row_seeds or [None] * len(requests), strict=True):
-            revision = any(str(m["content"]).startswith("A reviewer checked") for m in request.messages)
-            self.seen.append((revision, seed))
+            self.seen.append((revisions(request) > 0, seed))
         return super().generate(requests, spec)
 
 

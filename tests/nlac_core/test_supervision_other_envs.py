@@ -14,25 +14,9 @@ from nlac_core.envs import make_env
 from nlac_core.rollout import rollout
 from nlac_core.supervision import SupervisionConfig, Supervisor
 from tests.conftest import needs_shared
+from tests.nlac_core.scripted_critic import revisions, scripted_critic
 
 pytestmark = needs_shared
-
-REVIEWED = "A reviewer checked"
-
-
-def revising(request) -> bool:
-    return any(m["role"] == "user" and str(m["content"]).startswith(REVIEWED) for m in request.messages)
-
-
-def proposed(request) -> str:
-    return str(request.messages[-1]["content"]).split("PROPOSED ACTION:")[-1]
-
-
-def critic_stopping(marker: str, feedback: str) -> FakeBackend:
-    def score(request):
-        stop = marker in proposed(request)
-        return 0.0 if (request.continuation.strip() == "intervene") == stop else -5.0
-    return FakeBackend(model="scripted-critic", responder=lambda r: f" {feedback}", scorer=score)
 
 
 def test_it_supervises_twenty_questions_and_the_oracle_never_hears_a_rejected_question():
@@ -44,13 +28,14 @@ def test_it_supervises_twenty_questions_and_the_oracle_never_hears_a_rejected_qu
     assert "turnip" not in word
 
     def ask(request) -> str:  # turn 0: a guess, revised into a question; turn 1: the word
-        if revising(request):
+        if revisions(request):
             return "Is it alive?"
         asked = any("Is it alive?" in str(m["content"]) for m in request.messages)
         return f"Is it a {word}?" if asked else "Is it a turnip?"
 
     actor = FakeBackend(model="scripted-actor", responder=ask)
-    supervisor = Supervisor(actor, critic_stopping("turnip", feedback), SupervisionConfig(max_rounds=1))
+    supervisor = Supervisor(actor, scripted_critic(lambda proposal: "turnip" in proposal, feedback),
+                            SupervisionConfig(max_rounds=1))
     (record,) = rollout(env, actor, [task], supervisor=supervisor, max_turns=3)
     first, second = [m for m in record.messages if m.role == "assistant"]
     assert [c["decision"] for c in first.meta["supervision"]] == ["intervene", "unchecked"]
@@ -69,8 +54,9 @@ def test_it_supervises_a_math_answer_and_only_the_revision_is_graded():
     env = make_env("math")
     task = env.tasks("test", 1)[0]
     actor = FakeBackend(model="scripted-actor", responder=lambda r: (
-        f"The answer is $\\boxed{{{task.gold_answer}}}$." if revising(r) else "The answer is $\\boxed{12345}$."))
-    supervisor = Supervisor(actor, critic_stopping("12345", feedback), SupervisionConfig(max_rounds=2))
+        f"The answer is $\\boxed{{{task.gold_answer}}}$." if revisions(r) else "The answer is $\\boxed{12345}$."))
+    supervisor = Supervisor(actor, scripted_critic(lambda proposal: "12345" in proposal, feedback),
+                            SupervisionConfig(max_rounds=2))
     (record,) = rollout(env, actor, [task], supervisor=supervisor)
     (answer,) = [m for m in record.messages if m.role == "assistant"]
     assert [c["decision"] for c in answer.meta["supervision"]] == ["intervene", "approve"]
