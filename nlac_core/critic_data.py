@@ -17,7 +17,9 @@ The pure part of the asymmetric actor-critic's data pipeline (nothing is run her
   *approve* targets on the steps before it and on the steps of the hard tasks' successful episodes, balanced
   to at most ``approve_ratio`` approvals per intervention by a seeded sample.
 
-Gold actions are tau2's ``task.meta["evaluation_criteria"]["actions"]``. Only the agent's state-changing gold
+Gold actions are tau2's ``task.meta["evaluation_criteria"]["actions"]`` or, in an imported tau-bench run, the
+task's ``actions`` (``kwargs`` read as ``arguments``; every argument compared, as tau-bench has no
+``compare_args``). Only the agent's state-changing gold
 actions form the path: the agent need not repeat a gold read, and it cannot do the user's actions. Steps are
 numbered like ``records.TrajectoryRecord.steps`` (every assistant message, the scripted greeting included);
 scripted steps are never labelled, since no actor proposed them. Episodes without a reward (a harness error)
@@ -41,6 +43,8 @@ from nlac_core.supervision import READ_ONLY_PREFIXES
 
 TRANSFER = "transfer_to_human_agents"
 NOTHING_LEFT = "no more changes, everything the task asks for is done"
+# How an episode cut at its turn cap ends: our rollouts say max_turns, tau-bench and tau2-bench max_steps.
+TURN_CAP_REASONS = ("max_turns", "max_steps")
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def first_error(trajectory: TrajectoryRecord, at_turn_cap: bool = False) -> Firs
         return None
     index, message = len(steps) - 1, steps[-1][1]
     ended = any(c.name == TRANSFER for c in message.tool_calls) or trajectory.termination_reason == "user_stop"
-    cut = at_turn_cap and trajectory.termination_reason == "max_turns"
+    cut = at_turn_cap and trajectory.termination_reason in TURN_CAP_REASONS
     if not (ended or cut) or message.meta.get("scripted"):
         return None
     what = "ran out of turns" if cut and not ended else "ended"
@@ -200,11 +204,26 @@ def _hard_ids(difficulties: Iterable[TaskDifficulty]) -> set[str]:
     return {d.task_id for d in difficulties if d.hard}
 
 
+def gold_actions(task: TaskRecord) -> list[dict[str, Any]]:
+    """The task's gold actions as tau2 writes them (``name``, ``arguments``, optional ``requestor`` and
+    ``compare_args``), whichever benchmark the task came from: tau2's ``meta["evaluation_criteria"]["actions"]``
+    (generated and imported tau2 tasks), else the record's ``gold_actions``, where an imported tau-bench task keeps
+    its ``task.actions`` with the arguments under ``kwargs``."""
+    actions = (task.meta.get("evaluation_criteria") or {}).get("actions") or task.gold_actions or ()
+    out = []
+    for action in actions:
+        if not isinstance(action, dict) or not isinstance(action.get("name"), str):
+            continue
+        if "arguments" not in action and isinstance(action.get("kwargs"), dict):
+            action = {**{k: v for k, v in action.items() if k != "kwargs"}, "arguments": action["kwargs"]}
+        out.append(action)
+    return out
+
+
 def _gold_path(task: TaskRecord) -> list[dict[str, Any]]:
     """The agent's state-changing gold actions, in order."""
-    actions = (task.meta.get("evaluation_criteria") or {}).get("actions") or []
-    return [a for a in actions if a.get("requestor", "assistant") == "assistant"
-            and not str(a.get("name", "")).lower().startswith(READ_ONLY_PREFIXES)]
+    return [a for a in gold_actions(task) if a.get("requestor", "assistant") == "assistant"
+            and not a["name"].lower().startswith(READ_ONLY_PREFIXES)]
 
 
 def _compared(action: dict[str, Any]) -> list[str]:
