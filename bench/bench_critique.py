@@ -74,7 +74,9 @@ def main() -> int:
     start = time.perf_counter()
     futures = predict_futures(backend, transitions, CritiqueConfig().spec(64))
     print(f"successor futures: {time.perf_counter() - start:.0f} s; "
-          f"{sum(bool(f[0].text) for f in futures)}/{len(futures)} non-empty")
+          f"{sum(bool(f[0].text) for f in futures)}/{len(futures)} non-empty, "
+          f"{sum(f[0].degenerate for f in futures)}/{len(futures)} degenerate (empty or primer-only after "
+          "the bounded resamples)")
 
     saved = []
     print(f"\n{'mode':<16}{'parsed':>10}{'rate':>8}{'seconds':>9}  missing fields / verdicts")

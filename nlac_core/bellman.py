@@ -24,7 +24,7 @@ from nlac_core.backends.base import Backend, Provenance, SamplingSpec
 from nlac_core.outputs import BellmanTarget
 from nlac_core.prompts.base import Rendered
 from nlac_core.prompts.nlac import AGENT_POLICY, BACKUP, BACKUP_TERMINAL
-from nlac_core.sections import continue_line
+from nlac_core.sections import continue_paragraph
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages, render_outcome
 from nlac_core.successor import FUTURE_PRIMER, clip_action, predict_futures, ref_of, transition_of
 
@@ -106,19 +106,22 @@ def backup(policy: Backend, target: Backend, steps: Sequence[StepView], config: 
         reward = step.trajectory.reward
         probs.append(None if reward is None else float(step.trajectory.success))
     target_spec = config.spec(config.target_tokens)
-    texts = continue_line(composer, [r.request() for r in renders], "FUTURE", target_spec, primer=FUTURE_PRIMER)
+    paragraphs = continue_paragraph(composer, [r.request() for r in renders], "FUTURE", target_spec,
+                                    primer=FUTURE_PRIMER)
 
     results: dict[int, BellmanTarget] = {}
-    for step, render, text, prob in zip([*inner, *terminals], renders, texts, probs, strict=True):
+    for step, render, paragraph, prob in zip([*inner, *terminals], renders, paragraphs, probs, strict=True):
         provenance = Provenance.of(render.prompt_id, composer, target_spec)
+        text = paragraph.text
         if step.terminal:
-            results[id(step)] = BellmanTarget(ref_of(step), text, prob, True, provenance)
+            results[id(step)] = BellmanTarget(ref_of(step), text, prob, True, provenance,
+                                              degenerate=paragraph.degenerate)
         else:
             action, future, made_by = by_step[id(step)]
             results[id(step)] = BellmanTarget(ref_of(step), text, prob, False, provenance, next_action=action,
                                               next_future=future.text, next_provenance=future.provenance,
                                               next_action_source=config.next_action,
-                                              next_action_provenance=made_by)
+                                              next_action_provenance=made_by, degenerate=paragraph.degenerate)
     return [results[id(s)] for s in steps]
 
 

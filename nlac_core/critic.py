@@ -22,7 +22,7 @@ from nlac_core.backends.base import Backend, Provenance, SamplingSpec
 from nlac_core.outputs import Critique, Future
 from nlac_core.prompts.nlac import EVALUATOR, EVALUATOR_ZERO_SHOT, VERDICTS
 from nlac_core.prompts.parsing import parse_critique
-from nlac_core.sections import best, choose, continue_line, extend
+from nlac_core.sections import best, choose, continue_line, continue_paragraph, extend
 from nlac_core.successor import FUTURE_PRIMER, Transition, predict_futures
 
 MODES = ("sectioned", "free", "free_zero_shot")
@@ -108,9 +108,12 @@ def _sectioned(backend, transitions, futures, requests, config, template) -> lis
     spec = config.spec(config.text_tokens)
     if config.k == 1:
         future_lines = [f[0].text for f in futures]
+        degenerate = [f[0].degenerate for f in futures]
     else:
-        future_lines = continue_line(backend, requests, "FUTURE", config.spec(config.future_tokens),
-                                     primer=FUTURE_PRIMER)
+        summaries = continue_paragraph(backend, requests, "FUTURE", config.spec(config.future_tokens),
+                                       primer=FUTURE_PRIMER)
+        future_lines = [p.text for p in summaries]
+        degenerate = [p.degenerate for p in summaries]
     success = [mean_success(f) for f in futures]
     outcome_words = ["unknown" if p is None else ("success" if p >= 0.5 else "failure") for p in success]
     requests = extend(requests, [f"FUTURE: {line}\nOUTCOME: {word}"
@@ -130,8 +133,11 @@ def _sectioned(backend, transitions, futures, requests, config, template) -> lis
     for i, t in enumerate(transitions):
         raw = requests[i].assistant_prefix + f"SUGGESTION: {suggestions[i]}"
         parsed = parse_critique(raw)
+        # An empty future is not a finished critique: flagged (not parsed, "future" missing), never trained on.
+        missing = (*parsed.missing, "future") if degenerate[i] and "future" not in parsed.missing else parsed.missing
         out.append(Critique(t.ref, future_lines[i], success[i], best(verdicts[i]), reasons[i],
-                            suggestions[i], raw, parsed.ok, provenance, tuple(futures[i]), parsed.missing,
+                            suggestions[i], raw, parsed.ok and not degenerate[i], provenance, tuple(futures[i]),
+                            tuple(missing),
                             "sectioned", verdict_probs={k: round(v, 4) for k, v in verdicts[i].items()},
                             verdict_calibration="content_free" if config.calibrate_verdicts else ""))
     return out

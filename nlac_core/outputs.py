@@ -33,6 +33,9 @@ class Future:
     success_prob: float | None
     provenance: Provenance
     action: str = ""
+    # nothing but the primer came out, even after resampling (sections.continue_paragraph): never a finished
+    # critique, never a training target
+    degenerate: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class BellmanTarget:
     next_provenance: Provenance | None = None  # of d_t+1: the target (EMA) model's successor call
     next_action_source: str = ""  # "policy" (sampled a_t+1) or "data" (the recorded next action)
     next_action_provenance: Provenance | None = None  # of a sampled a_t+1: the policy's call
+    degenerate: bool = False  # an empty composed future even after resampling: kept for the record, never trained on
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ requests and make one backend call, whatever the number of steps.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from nlac_core.backends.base import Backend, ChatRequest, SamplingSpec, ScoreRequest, Unsupported
 from nlac_core.prompts.parsing import parse_decision, parse_success_prob, parse_verdict
@@ -32,6 +33,84 @@ def continue_line(backend: Backend, requests: Sequence[ChatRequest], header: str
     opening = f" {primer.strip()}" if primer.strip() else ""
     batch = [ChatRequest(r.messages, f"{r.assistant_prefix}{header}:{opening}") for r in requests]
     return [f"{opening}{c.text}".strip() for c in backend.generate(batch, line_spec)]
+
+
+# The headers of every sectioned prompt (critique, successor, backup, runtime critic): a paragraph ends where the
+# model starts the next one.
+HEADERS = ("FUTURE", "OUTCOME", "VERDICT", "REASON", "SUGGESTION", "DECISION", "FEEDBACK")
+_NEXT_HEADER = re.compile(r"^\s*\**\s*(?:" + "|".join(HEADERS) + r")\s*\**\s*:", re.IGNORECASE | re.MULTILINE)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", re.MULTILINE)
+RESAMPLE_TEMPERATURE = 0.8
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A section written as one paragraph. ``degenerate``: nothing but the primer (or a list opener such as
+    "the agent will:") came out, even after ``attempts - 1`` resamples; callers flag it, never use it as done."""
+
+    text: str
+    degenerate: bool
+    attempts: int
+
+
+def continue_paragraph(backend: Backend, requests: Sequence[ChatRequest], header: str, spec: SamplingSpec,
+                       primer: str = "", retries: int = 2) -> list[Paragraph]:
+    """For each request, what the model writes after ``header:`` up to the next section header or its token
+    budget, across line breaks, normalised to one paragraph (list markers dropped, lines joined).
+
+    A small model often breaks the line right after the primer ("After this action, the agent will:") and
+    writes the content as a list below; cutting at the first newline kept only the opener. Rows that are still
+    degenerate are sampled again (``retries`` times at most, at temperature ``RESAMPLE_TEMPERATURE`` or the
+    spec's if higher, each attempt with its own seed), then returned flagged.
+    """
+    if retries < 0:
+        raise ValueError(f"retries must be 0 or more, got {retries}")
+    if not requests:
+        return []
+    stops = tuple(dict.fromkeys((*spec.stop, *(f"\n{h}:" for h in HEADERS))))
+    opening = f" {primer.strip()}" if primer.strip() else ""
+    batch = [ChatRequest(r.messages, f"{r.assistant_prefix}{header}:{opening}") for r in requests]
+    out: list[Paragraph | None] = [None] * len(batch)
+    todo = list(range(len(batch)))
+    for attempt in range(retries + 1):
+        row_spec = replace(spec, stop=stops)
+        if attempt:
+            row_spec = replace(row_spec, temperature=max(spec.temperature, RESAMPLE_TEMPERATURE),
+                               seed=(spec.seed or 0) + 7919 * attempt)
+        completions = backend.generate([batch[i] for i in todo], row_spec)
+        still = []
+        for i, completion in zip(todo, completions, strict=True):
+            text = one_paragraph(f"{opening}{completion.text}")
+            bad = is_degenerate(text, primer)
+            if not bad or attempt == retries:
+                out[i] = Paragraph(text, bad, attempt + 1)
+            else:
+                still.append(i)
+        todo = still
+        if not todo:
+            break
+    return [p for p in out if p is not None]
+
+
+def one_paragraph(text: str) -> str:
+    """Text up to the next section header, its lines joined into one paragraph without list markers."""
+    found = _NEXT_HEADER.search(text)
+    if found:
+        text = text[:found.start()]
+    pieces = [" ".join(line.split()) for line in _BULLET.sub("", text).splitlines()]
+    out = ""
+    for piece in filter(None, pieces):
+        out = piece if not out else f"{out}{' ' if out[-1] in '.:;,!?' else '; '}{piece}"
+    return out
+
+
+def is_degenerate(text: str, primer: str = "") -> bool:
+    """Nothing said beyond the primer: no word after it, or only a list opener ending in a colon ("the agent
+    will:")."""
+    rest = text.strip()
+    if primer.strip() and rest.startswith(primer.strip()):
+        rest = rest[len(primer.strip()):].strip()
+    return not re.search(r"\w", rest) or rest.endswith(":")
 
 
 def choose(backend: Backend, requests: Sequence[ChatRequest], header: str, options: Sequence[str],

@@ -59,8 +59,11 @@ def _source(provenance) -> dict[str, Any]:
 
 def successor_records(targets: Iterable[BellmanTarget], index: StepIndex,
                       max_state_chars: int = DEFAULT_MAX_CHARS) -> list[Record]:
+    """Successor SFT records from Bellman targets; a degenerate target (an empty composed future) is left out."""
     out = []
     for target in targets:
+        if target.degenerate:
+            continue
         t = transition_of(index.step(target.step), None, max_state_chars)
         rendered = SUCCESSOR.render(state=t.state, action=t.action)
         out.append(_record(rendered.messages, render_future(target.text, target.success_prob), {

@@ -15,7 +15,7 @@ from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSp
 from nlac_core.outputs import Future, StepRef
 from nlac_core.prompts.nlac import OUTCOMES, SUCCESSOR
 from nlac_core.prompts.parsing import parse_future
-from nlac_core.sections import choose, continue_line, extend
+from nlac_core.sections import choose, continue_paragraph, extend, is_degenerate
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages
 
 ACTION_CHARS = 1200
@@ -56,9 +56,10 @@ def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: S
                     sectioned: bool = True) -> list[list[Future]]:
     """k futures for each transition, in one batched pass (k * len(transitions) rows).
 
-    Sectioned (the default): the model writes the FUTURE line, and OUTCOME is the
-    probability of "success" against "failure". Free: the model writes both
-    lines at once and the parser reads them (the outcome may then be missing).
+    Sectioned (the default): the model writes the FUTURE paragraph (resampled when
+    empty, else flagged ``degenerate``), and OUTCOME is the probability of "success"
+    against "failure". Free: the model writes both lines at once and the parser
+    reads them (the outcome may then be missing; an empty future is degenerate).
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -68,17 +69,17 @@ def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: S
     requests, prompt_id = successor_requests(rows)
     provenance = Provenance.of(prompt_id, backend, spec)
     if sectioned:
-        texts = continue_line(backend, requests, "FUTURE", spec, primer=FUTURE_PRIMER)
-        probs = choose(backend, extend(requests, [f"FUTURE: {t}" for t in texts]), "OUTCOME", OUTCOMES)
-        results = [(text, p.get("success")) for text, p in zip(texts, probs, strict=True)]
+        paragraphs = continue_paragraph(backend, requests, "FUTURE", spec, primer=FUTURE_PRIMER)
+        probs = choose(backend, extend(requests, [f"FUTURE: {p.text}" for p in paragraphs]), "OUTCOME", OUTCOMES)
+        results = [(p.text, prob.get("success"), p.degenerate) for p, prob in zip(paragraphs, probs, strict=True)]
     else:
         free_spec = replace(spec, max_new_tokens=max(spec.max_new_tokens, 96))
         parsed = [parse_future(c.text) for c in backend.generate(requests, free_spec)]
-        results = [(p.text, p.success_prob) for p in parsed]
+        results = [(p.text, p.success_prob, is_degenerate(p.text)) for p in parsed]
     out: list[list[Future]] = []
     for i, t in enumerate(transitions):
-        out.append([Future(t.ref, text, prob, provenance, action=t.action)
-                    for text, prob in results[i * k:(i + 1) * k]])
+        out.append([Future(t.ref, text, prob, provenance, action=t.action, degenerate=bad)
+                    for text, prob, bad in results[i * k:(i + 1) * k]])
     return out
 
 

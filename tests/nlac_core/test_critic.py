@@ -40,7 +40,9 @@ def test_it_writes_a_structured_critique_in_five_batched_calls():
         assert c.verdict == "harmful" and c.verdict_calibration == "content_free"
         assert c.verdict_probs["harmful"] > 0.5 and sum(c.verdict_probs.values()) == pytest.approx(1, abs=1e-3)
         assert c.success_prob == pytest.approx(1 / (1 + 2.718281828 ** 3), rel=1e-3)
-        assert c.predicted_future == "After this action, the user confirms"
+        # the future goes through the line break (a paragraph), the one-line sections stop at it
+        assert c.predicted_future == "After this action, the user confirms; and more"
+        assert c.reasoning == "The action is the user confirms"
         assert c.reasoning.startswith("The action is") and c.suggestion.startswith("The agent should")
         assert c.step.step_index == step.index and c.step.task_id == step.trajectory.task.external_id
         assert c.provenance.prompt_id.startswith("evaluator_zero_shot@") and c.provenance.backend == "fake"

@@ -107,8 +107,10 @@ def _candidates(ids: list[int], kind: str, spec: DatasetSpec) -> dict[str, dict[
         if spec.include_submitted and wants_critiques:
             found["submitted"] = _human(ids, accepted=False, runtime=kind == "runtime_critic")
     if kind in ("critic_targets", "successor_targets"):
-        found["bellman"] = _newest(StepTarget.objects.filter(trajectory_id__in=ids).order_by(
-            "trajectory_id", "step_index", "-id"))
+        # A degenerate target (an empty composed future, nlac_core.sections) is no target; filtered here, since a
+        # JSON exclude would also drop the rows stored before the flag existed.
+        found["bellman"] = _newest(t for t in StepTarget.objects.filter(trajectory_id__in=ids).order_by(
+            "trajectory_id", "step_index", "-id") if not t.record.get("degenerate"))
     critiques = StepCritique.objects.filter(trajectory_id__in=ids, parse_ok=True)
     if wants_critiques and spec.include_model_critiques or kind == "distillation":
         found["model_critique"] = _newest(critiques.exclude(mode__in=RUNTIME_MODES).order_by(
