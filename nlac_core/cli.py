@@ -5,7 +5,7 @@
     critique, backup, refine        the NLAC steps over trajectory JSONL
     build-dataset, train            SFT datasets and training
     rollout, evaluate               environments (20 Questions, MATH, tool use)
-    first-errors                    the runtime critic's labels from a run's gold actions
+    first-errors, judge             the runtime critic: labels from gold actions, offline checks
 
 ``python -m nlac_core COMMAND --help`` for each. Exit status 2 with the place
 of the problem on stderr for a bad argument or file.

@@ -22,7 +22,7 @@ from nlac_core.backends.base import Backend, Provenance, SamplingSpec
 from nlac_core.outputs import Critique, Future
 from nlac_core.prompts.nlac import EVALUATOR, EVALUATOR_ZERO_SHOT, VERDICTS
 from nlac_core.prompts.parsing import parse_critique
-from nlac_core.sections import best, choose, continue_line, continue_paragraph, extend
+from nlac_core.sections import CONTENT_FREE, best, choose, continue_line, continue_paragraph, extend
 from nlac_core.successor import FUTURE_PRIMER, Transition, predict_futures
 
 MODES = ("sectioned", "free", "free_zero_shot")
@@ -94,9 +94,6 @@ def mean_success(futures: Sequence[Future]) -> float | None:
     """P(success) of (s, a) as the mean over its sampled futures: a Monte Carlo estimate."""
     probs = [f.success_prob for f in futures if f.success_prob is not None]
     return sum(probs) / len(probs) if probs else None
-
-
-CONTENT_FREE = "N/A"
 
 
 def _sectioned(backend, transitions, futures, requests, config, template) -> list[Critique]:

@@ -41,6 +41,7 @@ HEADERS = ("FUTURE", "OUTCOME", "VERDICT", "REASON", "SUGGESTION", "DECISION", "
 _NEXT_HEADER = re.compile(r"^\s*\**\s*(?:" + "|".join(HEADERS) + r")\s*\**\s*:", re.IGNORECASE | re.MULTILINE)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", re.MULTILINE)
 RESAMPLE_TEMPERATURE = 0.8
+CONTENT_FREE = "N/A"  # every input of a prompt replaced by this: the baseline of contextual calibration (choose)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSp
 from nlac_core.outputs import Critique, StepRef
 from nlac_core.prompts.base import Rendered
 from nlac_core.prompts.nlac import ACTOR_FEEDBACK, DECISIONS, RUNTIME_CRITIC
-from nlac_core.sections import choose, continue_line
+from nlac_core.sections import CONTENT_FREE, choose, continue_line
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages
 from nlac_core.successor import clip_action, ref_of
 
@@ -48,6 +48,9 @@ class SupervisionConfig:
     feedback_tokens: int = 64
     max_state_chars: int = DEFAULT_MAX_CHARS
     max_policy_chars: int = 4000
+    # approve/intervene scored relative to the same prompt with policy, history and action "N/A" (contextual
+    # calibration, as the NLAC verdicts): by raw likelihood the base critic approved 160 of 160 checks
+    calibrate: bool = True
 
     def __post_init__(self) -> None:
         if self.where not in WHERE:
@@ -96,12 +99,13 @@ class Supervisor:
         while pending:
             decisions = self._check([slots[j] for j in pending], [final[j] for j in pending])
             revise = []
-            for j, (decision, feedback) in zip(pending, decisions, strict=True):
+            for j, (decision, feedback, probs) in zip(pending, decisions, strict=True):
                 key = id(slots[j])
                 self._checks[key] = self._checks.get(key, 0) + 1
                 records[j].append({"round": round_no, "proposal": final[j], "decision": decision,
                                    "feedback": feedback, "critic_prompt_id": RUNTIME_CRITIC.prompt_id,
-                                   "critic_model": self.critic.model})
+                                   "critic_model": self.critic.model, "decision_probs": probs,
+                                   "calibration": self.calibration})
                 if decision == "intervene":
                     self._used[key] = self._used.get(key, 0) + 1
                     revise.append((j, feedback))
@@ -160,7 +164,13 @@ class Supervisor:
         return {"critic_model": self.critic.model, "critic_backend": self.critic.name,
                 "critic_prompt_id": RUNTIME_CRITIC.prompt_id, "max_rounds": self.config.max_rounds,
                 "max_interventions": self.config.max_interventions, "where": self.config.where,
+                "calibration": self.calibration,
                 "interventions": self._used.get(key, 0), "checks": self._checks.get(key, 0)}
+
+    @property
+    def calibration(self) -> str:
+        """How approve/intervene were scored: ``content_free`` (calibrated) or ``""`` (raw likelihood)."""
+        return "content_free" if self.config.calibrate else ""
 
     # -- inside ---------------------------------------------------------------------------------------------
 
@@ -191,12 +201,18 @@ class Supervisor:
             out.append(rendered.request())
         return out
 
-    def _check(self, slots, proposals) -> list[tuple[str, str]]:
+    def _check(self, slots, proposals) -> list[tuple[str, str, dict[str, float]]]:
+        """(decision, feedback, P(decision)) per proposal; the probabilities calibrated unless turned off."""
         requests = self._requests(slots, proposals)
-        probs = choose(self.critic, requests, "DECISION", DECISIONS, self.critic_spec)
+        baselines = None
+        if self.config.calibrate:
+            empty = RUNTIME_CRITIC.render(policy=CONTENT_FREE, state=CONTENT_FREE, action=CONTENT_FREE).request()
+            baselines = [empty] * len(requests)
+        probs = choose(self.critic, requests, "DECISION", DECISIONS, self.critic_spec, baselines=baselines)
         decisions = [max(p, key=p.get) if p else "approve" for p in probs]  # unreadable: the action runs
         lines = iter(self._feedback([r for r, d in zip(requests, decisions, strict=True) if d == "intervene"]))
-        return [(d, next(lines) if d == "intervene" else "") for d in decisions]
+        return [(d, next(lines) if d == "intervene" else "", {k: round(v, 4) for k, v in p.items()})
+                for d, p in zip(decisions, probs, strict=True)]
 
     def _feedback(self, requests: list[ChatRequest]) -> list[str]:
         """What the critic writes after ``DECISION: intervene`` / ``FEEDBACK:``, one line per request."""
@@ -234,9 +250,9 @@ def judge_recorded(critic: Backend, steps: Sequence[StepView], config: Supervisi
     actions = [render_message_action(s.action) for s in judged]
     decisions = supervisor._check([_Recorded(s.trajectory.policy, s.history) for s in judged], actions)
     provenance = Provenance.of(RUNTIME_CRITIC.prompt_id, critic, supervisor.critic_spec)
-    return [as_critique(ref_of(s), {"round": 0, "proposal": action, "decision": d, "feedback": f, "executed": True},
-                        provenance)
-            for s, action, (d, f) in zip(judged, actions, decisions, strict=True)]
+    return [as_critique(ref_of(s), {"round": 0, "proposal": action, "decision": d, "feedback": f, "executed": True,
+                                    "decision_probs": p, "calibration": supervisor.calibration}, provenance)
+            for s, action, (d, f, p) in zip(judged, actions, decisions, strict=True)]
 
 
 def as_critique(ref: StepRef, check: dict[str, Any], provenance: Provenance) -> Critique:
@@ -248,4 +264,6 @@ def as_critique(ref: StepRef, check: dict[str, Any], provenance: Provenance) -> 
                     verdict="optimal" if decision == "approve" else "suboptimal", reasoning=feedback,
                     suggestion=feedback, raw_text=f"DECISION: {decision}\nFEEDBACK: {feedback}".strip(),
                     parse_ok=True, provenance=provenance, mode="runtime", action=check["proposal"], decision=decision,
-                    round=int(check.get("round", 0)), executed=bool(check.get("executed", False)))
+                    round=int(check.get("round", 0)), executed=bool(check.get("executed", False)),
+                    verdict_probs=dict(check.get("decision_probs") or {}),
+                    verdict_calibration=check.get("calibration") or "")

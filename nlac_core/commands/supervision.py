@@ -1,4 +1,7 @@
-"""first-errors: where the failed episodes of a run first leave the gold path (no model).
+"""first-errors (no model) and judge: the runtime critic's supervision from recorded runs.
+
+first-errors: where the failed episodes of a run first leave the gold path. judge: a runtime critic checks each
+recorded action offline and the intervention rate is printed, calibrated or not (``--no-calibration``).
 
 The runtime critic's supervision from recorded runs (the asymmetric actor-critic's data pipeline,
 ``nlac_core.critic_data``): any trajectory file whose tasks carry gold actions (tau-bench's ``task.actions``,
@@ -9,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from nlac_core.commands.common import UsageError, write_jsonl
+from nlac_core.commands.algorithm import load_trajectories, select_steps
+from nlac_core.commands.common import UsageError, add_backend_args, backend_from_args, write_jsonl
 from nlac_core.commands.formats import trajectories
 from nlac_core.critic_data import first_error, gold_actions, hard_tasks, runtime_labels
 from nlac_core.evaluation import is_success
@@ -37,6 +41,26 @@ def cmd_first_errors(args) -> int:
     return 0
 
 
+def cmd_judge(args) -> int:
+    from nlac_core.outputs import to_json
+    from nlac_core.supervision import SupervisionConfig, judge_recorded
+
+    try:
+        config = SupervisionConfig(where=args.where, feedback_tokens=args.feedback_tokens,
+                                   max_state_chars=args.max_state_chars, calibrate=not args.no_calibration)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    steps = select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps, args.max_steps)
+    critiques = judge_recorded(backend_from_args(args), steps, config)
+    stopped = sum(c.decision == "intervene" for c in critiques)
+    how = "calibrated (content-free)" if config.calibrate else "raw likelihood"
+    rate = f"{stopped / len(critiques):.1%}" if critiques else "undefined (nothing judged)"
+    print(f"intervened on {stopped} of {len(critiques)} recorded actions: {rate}, {how}")
+    if args.out:
+        write_jsonl(args.out, (to_json(c) for c in critiques))
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("first-errors", help="localise the first wrong action of each failed episode (gold actions)")
     p.add_argument("file", help="a trajectory file whose tasks carry gold actions (tau-bench, tau2-bench, our JSONL)")
@@ -48,3 +72,18 @@ def register(sub) -> None:
                    help="also place the error of an episode cut at its turn cap at its last step (a weaker label)")
     p.add_argument("--verbose", action="store_true", help="print each placed error")
     p.set_defaults(func=cmd_first_errors)
+
+    p = sub.add_parser("judge", help="a runtime critic checks each recorded action offline (intervention rate)")
+    p.add_argument("trajectories", help="a trajectory file in any supported format")
+    p.add_argument("--format", default=None, help="the trajectory file's format (default: detected)")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N trajectories")
+    p.add_argument("--steps", default="all", help="all, first, last or step numbers such as 0,3,-1 (default all)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in all")
+    p.add_argument("--max-state-chars", type=int, default=2000, help="character budget of a rendered history")
+    p.add_argument("--where", default="all", help="all actions, or only state_changing tool calls")
+    p.add_argument("--feedback-tokens", type=int, default=64)
+    p.add_argument("--no-calibration", action="store_true",
+                   help="choose approve/intervene by raw likelihood (default: relative to a content-free prompt)")
+    p.add_argument("--out", default=None, help="write the checks as critique JSONL (mode runtime)")
+    add_backend_args(p, what="critic")
+    p.set_defaults(func=cmd_judge)
