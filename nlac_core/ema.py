@@ -11,6 +11,13 @@ model class is instantiated. A sharded model (``model.safetensors.index.json``)
 is handled shard by shard with the target's layout. The result is written to a
 temporary directory and renamed into place, so a crash never leaves a half
 averaged target behind.
+
+The schedule (``TargetSchedule``) decides each update's rate: Polyak averaging
+with ``tau`` at every update, or a hard copy of the online weights every N
+updates (DQN's target network). Each target's manifest keeps its ``mixture``:
+the weight of every checkpoint it averages (the base it started from included),
+so "how much of the target is still the base model" is read, not guessed: with
+tau = 0.05 once per iteration, 0.95^5 = 77% of it after five iterations.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import os
 import shutil
 import struct
 import tempfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +43,57 @@ from nlac_core.checkpoints import (
     write_manifest,
 )
 
+SCHEDULES = ("polyak", "hard")
+
+
+@dataclass(frozen=True)
+class TargetSchedule:
+    """How the target network follows the online model: ``polyak`` (target <- (1 - tau) * target + tau *
+    online at every update) or ``hard`` (a copy of the online weights at every ``every``-th update, the target
+    unchanged in between)."""
+
+    kind: str = "polyak"
+    tau: float = 0.05
+    every: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEDULES:
+            raise ValueError(f"target schedule: expected one of {', '.join(SCHEDULES)}, got {self.kind!r}")
+        if isinstance(self.tau, bool) or not isinstance(self.tau, int | float) or not 0.0 <= self.tau <= 1.0:
+            raise ValueError(f"tau must be a number in [0, 1], got {self.tau!r}")
+        if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1:
+            raise ValueError(f"every must be an integer of at least 1, got {self.every!r}")
+
+    def rate(self, update: int) -> float:
+        """The averaging rate of the ``update``-th update (counted from 1)."""
+        if self.kind == "polyak":
+            return float(self.tau)
+        return 1.0 if update % self.every == 0 else 0.0
+
+    def describe(self) -> str:
+        return f"polyak, tau={self.tau:g}" if self.kind == "polyak" else f"hard copy every {self.every} update(s)"
+
+
+def update_target(target_dir: str | Path, online_dir: str | Path, schedule: TargetSchedule,
+                  out_dir: str | Path | None = None) -> Path:
+    """One update of the target network under ``schedule`` (the update's number is the target's
+    ``ema_updates`` + 1), recorded in the new target's manifest."""
+    previous = _manifest(check_model_dir(target_dir, need_tokenizer=False).resolve())
+    number = int((previous.extra.get("ema_updates") or 0) if previous else 0) + 1
+    return ema_update(target_dir, online_dir, schedule.rate(number), out_dir=out_dir, schedule=schedule)
+
+
+def base_share(mixture: dict[str, float], base: str) -> float:
+    """The weight of ``base`` in a target's mixture (0 when it is gone)."""
+    return float(mixture.get(str(Path(base).resolve()), mixture.get(str(base), 0.0)))
+
+
 # output head -> the input embedding it is tied to (``tie_word_embeddings``), for the architectures we train
 TIED_HEADS = {"lm_head.weight": "model.embed_tokens.weight"}
 
 
-def ema_update(target_dir: str | Path, online_dir: str | Path, tau: float, out_dir: str | Path | None = None) -> Path:
+def ema_update(target_dir: str | Path, online_dir: str | Path, tau: float, out_dir: str | Path | None = None,
+               schedule: TargetSchedule | None = None) -> Path:
     """Write ``(1 - tau) * target + tau * online`` to ``out_dir`` (default: replace ``target_dir``).
 
     Both models must have the same tensors with the same shapes (a CheckpointError names the first that
@@ -69,12 +123,23 @@ def ema_update(target_dir: str | Path, online_dir: str | Path, tau: float, out_d
 
     _write_atomically(out, write)
     updates = int((previous.extra.get("ema_updates") or 0) if previous else 0) + 1
+    extra = {"twin_of": str(online), "tau": float(tau), "ema_updates": updates,
+             "online_dataset_hash": twin.dataset_hash if twin else None,
+             "mixture": _mix((previous.extra.get("mixture") if previous else None) or {str(target): 1.0},
+                             str(online), float(tau))}
+    if schedule is not None:
+        extra["schedule"] = asdict(schedule)
     write_manifest(out, Manifest(
         name=out.name, base_model=(twin and twin.base_model) or (previous and previous.base_model),
-        parent=str(target), kind="ema-target",
-        extra={"twin_of": str(online), "tau": float(tau), "ema_updates": updates,
-               "online_dataset_hash": twin.dataset_hash if twin else None}))
+        parent=str(target), kind="ema-target", extra=extra))
     return out
+
+
+def _mix(mixture: dict[str, float], online: str, tau: float) -> dict[str, float]:
+    """The checkpoints a target averages after an update at rate ``tau`` (weights under 1e-9 dropped)."""
+    out = {source: (1.0 - tau) * weight for source, weight in mixture.items()}
+    out[online] = out.get(online, 0.0) + tau
+    return {source: round(weight, 9) for source, weight in out.items() if weight >= 1e-9}
 
 
 def init_target(online_dir: str | Path, target_dir: str | Path) -> Path:
@@ -93,7 +158,8 @@ def init_target(online_dir: str | Path, target_dir: str | Path) -> Path:
     twin = _manifest(online)
     write_manifest(target, Manifest(name=target.name, base_model=twin.base_model if twin else None,
                                     parent=str(online), kind="ema-target",
-                                    extra={"twin_of": str(online), "tau": 1.0, "ema_updates": 0}))
+                                    extra={"twin_of": str(online), "tau": 1.0, "ema_updates": 0,
+                                           "mixture": {str(online): 1.0}}))
     return target
 
 

@@ -45,6 +45,8 @@ class IterationConfig:
     policy_tokens: int | None = None
     seed: int = 0
     tau: float = 0.05
+    target_schedule: str = "polyak"  # or "hard": a copy of the online weights every target_every iterations
+    target_every: int = 1
     max_state_chars: int = 1500
     critique: CritiqueConfig = field(default_factory=CritiqueConfig)
     backup: BackupConfig = field(default_factory=lambda: BackupConfig(next_action="policy", max_state_chars=1500))
@@ -54,8 +56,12 @@ class IterationConfig:
     def __post_init__(self) -> None:
         if self.tasks < 1 or self.trials < 1:
             raise ValueError(f"tasks and trials must be at least 1, got {self.tasks} and {self.trials}")
-        if not 0.0 <= self.tau <= 1.0:
-            raise ValueError(f"tau must be in [0, 1], got {self.tau}")
+        self.schedule()  # raises ValueError on a bad tau, schedule or period
+
+    def schedule(self):
+        from nlac_core.ema import TargetSchedule
+
+        return TargetSchedule(self.target_schedule, self.tau, self.target_every)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,7 +89,7 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
     decides hf or vllm and keeps models loaded); ``oracle`` is the environment's
     own LLM (20 Questions oracle, tool-use user), which stays fixed.
     """
-    from nlac_core.ema import ema_update
+    from nlac_core.ema import update_target
     from nlac_core.envs import make_env
     from nlac_core.evaluation import compute_metrics
     from nlac_core.rollout import read_trajectories, rollout, write_trajectories
@@ -135,8 +141,8 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
                        parent_checkpoint=str(model_dir), name=f"{work.name}-checkpoint",
                        on_progress=lambda e: report("train", e.step, e.total_steps), should_stop=should_stop)
     new_target = work / "target"
-    if not (new_target / "config.json").is_file():  # ema_update writes atomically: present means done
-        ema_update(target_dir, checkpoint, config.tau, out_dir=new_target)
+    if not (new_target / "config.json").is_file():  # the update writes atomically: present means done
+        update_target(target_dir, checkpoint, config.schedule(), out_dir=new_target)
     report("ema", 1, 1)
     return IterationResult(work, len(trajectories), len(steps), compute_metrics(trajectories).to_dict(),
                            {"successor": len(critic_records), "distillation": len(policy_records)},

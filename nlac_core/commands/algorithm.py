@@ -214,7 +214,8 @@ def cmd_iterate(args) -> int:
         except (OSError, ValueError) as exc:
             raise UsageError(f"--sft-config {args.sft_config}: not a readable JSON object ({exc})") from None
     config = _config(IterationConfig, args, env=args.env, tasks=args.tasks, trials=args.trials,
-                     max_turns=args.max_turns, seed=args.seed, tau=args.tau, sft=sft)
+                     max_turns=args.max_turns, seed=args.seed, tau=args.tau, target_schedule=args.target_schedule,
+                     target_every=args.target_every, sft=sft)
     model = args.model or str(ensure_embedded_model())
     for flag, path in (("--model", model), ("--target-model", args.target_model)):
         if path is not None and not (Path(path) / "config.json").is_file():
@@ -290,7 +291,11 @@ def register(sub) -> None:
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--max-turns", type=int, default=None)
-    p.add_argument("--tau", type=float, default=0.05, help="EMA rate of the target update")
+    p.add_argument("--tau", type=float, default=0.05, help="EMA rate of the target update (polyak schedule)")
+    p.add_argument("--target-schedule", default="polyak", choices=("polyak", "hard"),
+                   help="polyak: average with --tau each iteration; hard: copy the online weights every "
+                        "--target-every iterations")
+    p.add_argument("--target-every", type=int, default=1, help="hard schedule: the period in iterations")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sft-config", default=None, help="JSON file of SFT settings (SFTRunConfig fields)")
     p.set_defaults(func=cmd_iterate)
