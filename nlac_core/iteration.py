@@ -51,6 +51,7 @@ class IterationConfig:
     critique: CritiqueConfig = field(default_factory=CritiqueConfig)
     backup: BackupConfig = field(default_factory=lambda: BackupConfig(next_action="policy", max_state_chars=1500))
     refine: RefineConfig = field(default_factory=RefineConfig)
+    distill_kept: bool = True  # a step kept without a refine call (optimal, or won) is its own distillation target
     sft: dict[str, Any] = field(default_factory=dict)  # SFTRunConfig fields
 
     def __post_init__(self) -> None:
@@ -131,7 +132,8 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
 
     # 5. one dataset for the one model: successor targets + distillation
     critic_records = successor_records(targets, index, config.max_state_chars)
-    policy_records = distillation_records(refinements, index, policy_prompt=policy_prompt)
+    policy_records = distillation_records(refinements, index, policy_prompt=policy_prompt,
+                                          kept_actions=config.distill_kept)
     records = critic_records + policy_records
     _write_jsonl(work / "dataset.jsonl", records)
 

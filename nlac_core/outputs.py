@@ -104,6 +104,9 @@ class Refinement:
     critique_text: str
     provenance: Provenance
     history: tuple[str, ...] = field(default_factory=tuple)
+    # why the action was kept without a refine call ("" when refined): "optimal" (the critique judged it so)
+    # or "won" (the step that won its episode, such as a 20 Questions guess naming the word)
+    kept: str = ""
 
 
 def to_json(record: Any) -> Any:

@@ -22,6 +22,8 @@ from nlac_core.prompts.nlac import FORMAT_NOTES, REFINE
 from nlac_core.state import StepView
 from nlac_core.successor import Transition, clip_action
 
+ON_OPTIMAL = ("keep", "refine")
+
 
 @dataclass(frozen=True)
 class RefineConfig:
@@ -29,10 +31,15 @@ class RefineConfig:
     max_new_tokens: int = 128
     temperature: float = 0.0
     seed: int = 0
+    # A step the critique judged optimal is its own target ("keep": no refine call, the refinement is the
+    # original action, marked kept); "refine" rewrites it anyway. The step that won its episode is always kept.
+    on_optimal: str = "keep"
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
             raise ValueError(f"rounds must be at least 1, got {self.rounds}")
+        if self.on_optimal not in ON_OPTIMAL:
+            raise ValueError(f"on_optimal must be one of {', '.join(ON_OPTIMAL)}, got {self.on_optimal!r}")
 
     def spec(self) -> SamplingSpec:
         return SamplingSpec(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed)
@@ -70,11 +77,44 @@ def _clean(text: str) -> str:
     return text
 
 
-def refine(backend: Backend, transitions: Sequence[Transition], critiques: Sequence[Critique],
+def keep_reason(critique: Critique, config: RefineConfig, won: bool = False) -> str:
+    """Why a step keeps its action without a refine call ("" when it is to be refined)."""
+    if won:
+        return "won"
+    if config.on_optimal == "keep" and critique.verdict == "optimal":
+        return "optimal"
+    return ""
+
+
+def refine(backend: Backend | None, transitions: Sequence[Transition], critiques: Sequence[Critique],
            specs: Sequence[ActionSpec], config: RefineConfig | None = None,
-           critique_config: CritiqueConfig | None = None) -> list[Refinement]:
-    """Refined actions for a batch of (transition, critique, action format) triples."""
+           critique_config: CritiqueConfig | None = None, won: Sequence[bool] | None = None) -> list[Refinement]:
+    """Refined actions for a batch of (transition, critique, action format) triples; only the steps the critique
+    says to change are sent to the model (see ``keep_reason``), the others keep their action."""
     config = config or RefineConfig()
+    won = won if won is not None else [False] * len(transitions)
+    reasons = [keep_reason(c, config, w) for c, w in zip(critiques, won, strict=True)]
+    todo = [i for i, reason in enumerate(reasons) if not reason]
+    out: list[Refinement | None] = [None] * len(transitions)
+    if todo:
+        if backend is None:
+            raise ValueError("refine: a backend is needed for the steps to rewrite")
+        refined = _refine_all(backend, [transitions[i] for i in todo], [critiques[i] for i in todo],
+                              [specs[i] for i in todo], config, critique_config)
+        for i, r in zip(todo, refined, strict=True):
+            out[i] = r
+    provenance = Provenance(prompt_id="", backend="", model="")  # no prompt was rendered, no model called
+    for i, reason in enumerate(reasons):
+        if reason:
+            t, c, check = transitions[i], critiques[i], specs[i].check(transitions[i].action)
+            out[i] = Refinement(t.ref, t.action, t.action, check.ok, check.error or "", 0, c.render(),
+                                provenance, (), kept=reason)
+    return [r for r in out if r is not None]
+
+
+def _refine_all(backend: Backend, transitions: Sequence[Transition], critiques: Sequence[Critique],
+                specs: Sequence[ActionSpec], config: RefineConfig,
+                critique_config: CritiqueConfig | None) -> list[Refinement]:
     spec = config.spec()
     n = len(transitions)
     current = [t.action for t in transitions]
@@ -118,9 +158,20 @@ def refine_steps(backend: Backend, steps: Sequence[StepView], critiques: Sequenc
                  max_state_chars: int | None = None,
                  critique_config: CritiqueConfig | None = None) -> list[Refinement]:
     """Refine stored steps with their critiques (one critique per step, same order); ``critique_config``
-    is what rounds after the first critique the new action with (default: ``CritiqueConfig()``)."""
+    is what rounds after the first critique the new action with (default: ``CritiqueConfig()``). The step that
+    won its episode (``won_episode``) and, by default, the steps judged optimal keep their action."""
     from nlac_core.successor import transition_of
 
     kwargs = {} if max_state_chars is None else {"max_state_chars": max_state_chars}
     transitions = [transition_of(s, render_message_action(s.action), **kwargs) for s in steps]
-    return refine(backend, transitions, critiques, [spec_for(s) for s in steps], config, critique_config)
+    return refine(backend, transitions, critiques, [spec_for(s) for s in steps], config, critique_config,
+                  won=[won_episode(s) for s in steps])
+
+
+def won_episode(step: StepView) -> bool:
+    """The last agent step of a successful episode: what won it (a 20 Questions guess naming the word, a
+    correct MATH solution, the closing step of a solved tool-use task) is never rewritten."""
+    from nlac_core.evaluation import is_success
+
+    trajectory = step.trajectory
+    return trajectory.reward is not None and is_success(trajectory) and step.index == len(trajectory.steps) - 1

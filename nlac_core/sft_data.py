@@ -91,19 +91,25 @@ def critique_records(critiques: Iterable[Critique], index: StepIndex, require_pa
 def distillation_records(refinements: Iterable[Refinement], index: StepIndex,
                          policy_prompt: PolicyPrompter | None = None, only_valid: bool = True,
                          only_changed: bool = False,
-                         keep: Callable[[Refinement], bool] | None = None) -> list[Record]:
-    """(s -> a') records; invalid refinements are left out by default, unchanged ones on request."""
+                         keep: Callable[[Refinement], bool] | None = None,
+                         kept_actions: bool = True) -> list[Record]:
+    """(s -> a') records; invalid refinements are left out by default, unchanged ones on request. A step whose
+    action was kept without a refine call (judged optimal, or the step that won) is its own target, or is left
+    out with ``kept_actions=False``."""
     prompter = policy_prompt or generic_policy_prompt
     out = []
     for r in refinements:
         if (only_valid and not r.valid) or (only_changed and r.refined_action.strip() == r.original_action.strip()):
+            continue
+        if r.kept and not kept_actions:
             continue
         if keep is not None and not keep(r):
             continue
         rendered = prompter(index.step(r.step))
         out.append(_record(rendered.messages, r.refined_action, {
             "kind": "distillation", "step": asdict(r.step), "prompt_id": rendered.prompt_id,
-            "refine_prompt_id": r.provenance.prompt_id, "rounds": r.rounds, "source": _source(r.provenance)}))
+            "refine_prompt_id": r.provenance.prompt_id, "rounds": r.rounds, "source": _source(r.provenance),
+            **({"kept": r.kept} if r.kept else {})}))
     return out
 
 

@@ -7,6 +7,7 @@ each naming its step by trajectory content hash and step number.
 
 from __future__ import annotations
 
+import collections
 import sys
 from pathlib import Path
 
@@ -151,7 +152,8 @@ def cmd_refine(args) -> int:
     from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
     from nlac_core.sft_data import StepIndex
 
-    config = _config(RefineConfig, args, rounds=args.rounds, temperature=args.temperature, seed=args.seed)
+    config = _config(RefineConfig, args, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
+                     on_optimal="refine" if args.refine_optimal else "keep")
     if args.chunk_size < 1:
         raise UsageError(f"--chunk-size must be at least 1, got {args.chunk_size}")
     index = StepIndex(load_trajectories(args.trajectories, args.format))
@@ -175,7 +177,9 @@ def cmd_refine(args) -> int:
     bar.close()
     n = write_jsonl(args.out, rows)
     valid = sum(r["valid"] for r in rows)
-    print(f"wrote {n} refinements ({valid} valid actions)", file=sys.stderr)
+    kept = collections.Counter(r["kept"] for r in rows if r["kept"])
+    print(f"wrote {n} refinements ({valid} valid actions): {n - sum(kept.values())} refined, "
+          f"{kept['optimal']} kept as judged optimal, {kept['won']} kept as the step that won", file=sys.stderr)
     return 0
 
 
@@ -265,6 +269,8 @@ def register(sub) -> None:
     p.add_argument("--format", default=None)
     p.add_argument("--rounds", type=int, default=1, help="refinement rounds m (default 1)")
     p.add_argument("--tools", default=None, help="OpenAI function schemas (JSON list) the actions must use")
+    p.add_argument("--refine-optimal", action="store_true",
+                   help="also rewrite the steps the critique judged optimal (default: they keep their action)")
     p.add_argument("--max-state-chars", type=int, default=2000)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)

@@ -14,8 +14,13 @@ from tests.nlac_core._steps import tau_steps
 CALL = 'TOOL_CALL: {"name": "get_user_details", "arguments": {"user_id": "mia_li_3668"}}'
 
 
+def to_change(critiques):
+    """The critiques with the verdict "suboptimal": only a step the critique says to change is refined."""
+    return [replace(c, verdict="suboptimal") for c in critiques]
+
+
 def critiques_for(steps):
-    return critique(FakeBackend(responder=lambda r: " ok"), [transition_of(s) for s in steps])
+    return to_change(critique(FakeBackend(responder=lambda r: " ok"), [transition_of(s) for s in steps]))
 
 
 def test_it_refines_with_the_critique_in_the_prompt_and_validates_the_tool_call():
@@ -49,8 +54,8 @@ def test_it_runs_m_rounds_critiquing_the_latest_action_again():
     backend = FakeBackend(responder=lambda r: next(replies) if "Write the improved action" in
                           r.messages[-1]["content"] else " fine")
     t = Transition(transition_of(step).ref, "USER: think of an object", "Is it a cat?")
-    [c] = critique(backend, [t])
-    [r] = refine(backend, [t], [c], [ActionSpec("twenty_questions")], RefineConfig(rounds=2),
+    [c] = to_change(critique(backend, [t]))
+    [r] = refine(backend, [t], [c], [ActionSpec("twenty_questions")], RefineConfig(rounds=2, on_optimal="refine"),
                  CritiqueConfig())
     assert r.history == ("Is it a dog?", "Is it alive?") and r.refined_action == "Is it alive?" and r.valid
     # round 2 refined the action of round 1, after a new critique of it
@@ -65,7 +70,8 @@ def test_it_keeps_the_last_valid_round_when_a_later_one_breaks_the_format():
     backend = FakeBackend(responder=lambda r: next(replies) if "Write the improved action" in
                           r.messages[-1]["content"] else " fine")
     t = Transition(transition_of(step).ref, "s", "Is it a cat?")
-    [r] = refine(backend, [t], critique(backend, [t]), [ActionSpec("twenty_questions")], RefineConfig(rounds=2))
+    [r] = refine(backend, [t], to_change(critique(backend, [t])), [ActionSpec("twenty_questions")],
+                 RefineConfig(rounds=2, on_optimal="refine"))
     assert r.valid and r.refined_action == "Is it a dog?" and r.history[-1] == "I think it is a dog."
 
 
@@ -86,7 +92,8 @@ def test_it_passes_the_critique_config_to_later_rounds():
                           r.messages[-1]["content"] else "FUTURE: x\nOUTCOME: success\nVERDICT: optimal\nREASON: r\n"
                           "SUGGESTION: s")
     [c] = critiques_for([step])
-    refine_steps(backend, [step], [c], RefineConfig(rounds=2), spec_for=lambda s: ActionSpec("twenty_questions"),
+    refine_steps(backend, [step], [c], RefineConfig(rounds=2, on_optimal="refine"),
+                 spec_for=lambda s: ActionSpec("twenty_questions"),
                  critique_config=CritiqueConfig(mode="free"))
     free_prompts = [req for kind, batch in backend.calls if kind == "generate" for req in batch
                     if req.messages[0]["content"].startswith("You are a critic")]

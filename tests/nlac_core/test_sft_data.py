@@ -1,5 +1,7 @@
 """SFT records from targets, critiques and refinements: TRL's shape, provenance, no critique leak."""
 
+from dataclasses import replace
+
 from nlac_core.backends.fake import FakeBackend
 from nlac_core.bellman import backup
 from nlac_core.critic import critique
@@ -15,7 +17,7 @@ CALL = 'TOOL_CALL: {"name": "get_user_details", "arguments": {"user_id": "mia_li
 def outputs():
     steps = tau_steps()[:3]
     backend = FakeBackend(responder=lambda r: CALL if "improved" in r.messages[-1]["content"] else " fine")
-    critiques = critique(backend, [transition_of(s) for s in steps])
+    critiques = [replace(c, verdict="suboptimal") for c in critique(backend, [transition_of(s) for s in steps])]
     return steps, critiques, backup(backend, backend, steps), refine_steps(backend, steps, critiques)
 
 
