@@ -6,10 +6,17 @@ whole solution; the answer is its last ``\\boxed{...}`` (the format the policy
 prompt asks for and ``ActionSpec("math")`` checks), and math-verify compares
 it with the gold answer (see ``math_grading``). A solution without a box
 scores 0 and says so in its info.
+
+MATH500 is test problems only, so training on it would score a policy on what it
+was trained on. The problems are therefore split in two halves by a seeded hash
+of each problem's id (``split_of``: stable whatever the file's order, and a
+problem never changes sides): ``train`` for rollouts that feed training,
+``test`` (the default) for evaluation, ``all`` for the 500.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +31,14 @@ from nlac_core.prompts.base import Rendered
 from nlac_core.records import Message, TaskRecord
 
 DEFAULT_PROBLEMS = "math500/test.jsonl"
-SPLITS = ("test",)
+SPLITS = ("train", "test", "all")
+SPLIT_SEED = "math500-split-v1"
+
+
+def split_of(problem_id: str) -> str:
+    """``train`` or ``test``, from a seeded hash of the problem's id alone (about half each)."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}:{problem_id}".encode()).digest()
+    return "test" if digest[0] % 2 == 0 else "train"
 
 
 def load_problems(path: str | Path | None = None) -> list[TaskRecord]:
@@ -42,11 +56,12 @@ def load_problems(path: str | Path | None = None) -> list[TaskRecord]:
                 row, dict) else ["problem", "answer"]
             if missing:
                 raise EnvError(f"{path.name}, line {number}: missing string field(s) {', '.join(missing)}")
+            problem_id = str(row.get("unique_id") or f"line-{number}")
             tasks.append(TaskRecord(
-                external_id=str(row.get("unique_id") or f"line-{number}"),
+                external_id=problem_id,
                 instruction=row["problem"],
                 gold_answer=row["answer"],
-                split="test",
+                split=split_of(problem_id),
                 meta={k: row[k] for k in ("subject", "level") if k in row},
             ))
     return tasks
@@ -67,9 +82,12 @@ class MathEnv(Environment):
         return MathEnv(_problems=self._problems)
 
     def tasks(self, split: str = "", limit: int | None = None) -> list[TaskRecord]:
-        if (split or "test") not in SPLITS:  # MATH500 is test problems only
+        """``test`` (default, the held-out half), ``train`` or ``all``, in the file's order."""
+        split = split or "test"
+        if split not in SPLITS:
             raise EnvError(f"math: unknown split {split!r}; known: {', '.join(SPLITS)}")
-        return take(self._problems, limit, "math")
+        chosen = self._problems if split == "all" else [t for t in self._problems if t.split == split]
+        return take(chosen, limit, "math")
 
     def render_policy(self, task: TaskRecord, history: Sequence[Message]) -> Rendered:
         return self.policy_template.render(problem=task.instruction)

@@ -44,7 +44,9 @@ def test_it_evaluates_the_embedded_model_and_writes_metrics_and_trajectories(tmp
     data = json.loads(metrics.read_text())
     assert data["n_episodes"] == 1 and data["meta"]["sampling"]["max_new_tokens"] == 24
     record, = read_trajectories(episodes)
-    assert record.task.external_id == "test/precalculus/807.json" and record.meta["env"] == "math"
+    # the first problem of the held-out test half (the default split of evaluate)
+    assert record.task.external_id == "test/intermediate_algebra/1994.json" and record.meta["env"] == "math"
+    assert record.task.split == "test"
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from nlac_core.envs import EnvError, make_env
+from nlac_core.envs.math import split_of
 from nlac_core.envs.math_grading import grade
 from tests.conftest import needs_shared
 
@@ -17,7 +18,7 @@ def env():
 
 
 def problem(env, unique_id):
-    return next(t for t in env.tasks() if t.external_id == unique_id)
+    return next(t for t in env.tasks("all") if t.external_id == unique_id)
 
 
 def solve(env, unique_id, solution):
@@ -74,13 +75,19 @@ def test_it_grades_off_the_main_thread_where_signals_do_not_work():
     assert results["right"].correct is True and results["wrong"].correct is False
 
 
-def test_it_lists_the_500_problems_and_rejects_other_splits(env, tmp_path):
-    tasks = env.tasks()
+def test_it_lists_the_500_problems_in_a_train_and_a_test_half_and_rejects_other_splits(env, tmp_path):
+    tasks = env.tasks("all")
     assert len(tasks) == 500 and tasks[0].external_id == "test/precalculus/807.json"
     assert tasks[0].meta == {"subject": "Precalculus", "level": 2} and tasks[0].gold_answer.startswith("\\left( 3")
+    train, test = env.tasks("train"), env.tasks("test")
+    assert (len(train), len(test)) == (274, 226)  # a seeded hash of each problem's id
+    assert not {t.external_id for t in train} & {t.external_id for t in test}
+    assert {t.split for t in train} == {"train"} and {t.split for t in test} == {"test"}
+    assert env.tasks() == test and tasks[0].split == "train"  # evaluation's default is the held-out half
+    assert split_of("test/precalculus/807.json") == "train"  # the id alone decides, whatever the file's order
     assert len(env.tasks(limit=50)) == 50
-    with pytest.raises(EnvError, match="unknown split 'train'"):
-        env.tasks("train")
+    with pytest.raises(EnvError, match="unknown split 'validation'"):
+        env.tasks("validation")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"problem": "1+1?", "answer": "2"}\n{"problem": "no answer"}\n')
     with pytest.raises(EnvError, match="bad.jsonl, line 2: missing string field"):
