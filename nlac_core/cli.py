@@ -3,6 +3,7 @@
     detect, stats, convert          benchmark files (no model)
     convert-model, generate, serve  models and backends
     critique, backup, refine        the NLAC steps over trajectory JSONL
+    calibrate-outcome               P(success) fitted to real outcomes, with AUROC and reliability
     build-dataset, train            SFT datasets and training
     rollout, evaluate               environments (20 Questions, MATH, tool use)
     first-errors, judge             the runtime critic: labels from gold actions, offline checks
@@ -29,6 +30,7 @@ COMMAND_MODULES = (
     "nlac_core.commands.training",
     "nlac_core.commands.envs",
     "nlac_core.commands.supervision",
+    "nlac_core.commands.outcome",
 )
 
 

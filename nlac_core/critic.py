@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from nlac_core.backends.base import Backend, Provenance, SamplingSpec
+from nlac_core.outcome import OutcomeCalibration
 from nlac_core.outputs import Critique, Future
 from nlac_core.prompts.nlac import EVALUATOR, EVALUATOR_ZERO_SHOT, VERDICTS
 from nlac_core.prompts.parsing import parse_critique
@@ -41,6 +42,7 @@ class CritiqueConfig:
     seed: int = 0
     chunk_size: int = 16
     calibrate_verdicts: bool = True  # sectioned: verdict scores relative to a content-free prompt (see sections)
+    outcome_calibration: OutcomeCalibration | None = None  # P(success) through a fitted Platt scaling (outcome)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,7 +72,7 @@ def critique(backend: Backend, transitions: Sequence[Transition], config: Critiq
     config = config or CritiqueConfig()
     if futures is None:
         futures = predict_futures(backend, transitions, config.spec(config.future_tokens), config.k,
-                                  sectioned=config.mode == "sectioned")
+                                  sectioned=config.mode == "sectioned", calibration=config.outcome_calibration)
     # Sectioned writing enforces the format itself; a worked example would only be
     # copied word for word by a small model, so it goes without one.
     template = EVALUATOR if config.mode == "free" else EVALUATOR_ZERO_SHOT

@@ -36,6 +36,9 @@ class Future:
     # nothing but the primer came out, even after resampling (sections.continue_paragraph): never a finished
     # critique, never a training target
     degenerate: bool = False
+    # success_prob calibrated (nlac_core.outcome): the model's own probability, and the calibration's id
+    success_prob_raw: float | None = None
+    outcome_calibration: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSpec
+from nlac_core.outcome import OutcomeCalibration
 from nlac_core.outputs import Future, StepRef
 from nlac_core.prompts.nlac import OUTCOMES, SUCCESSOR
 from nlac_core.prompts.parsing import parse_future
@@ -53,13 +54,15 @@ def successor_requests(transitions: Sequence[Transition]) -> tuple[list[ChatRequ
 
 
 def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: SamplingSpec, k: int = 1,
-                    sectioned: bool = True) -> list[list[Future]]:
+                    sectioned: bool = True, calibration: OutcomeCalibration | None = None) -> list[list[Future]]:
     """k futures for each transition, in one batched pass (k * len(transitions) rows).
 
     Sectioned (the default): the model writes the FUTURE paragraph (resampled when
     empty, else flagged ``degenerate``), and OUTCOME is the probability of "success"
     against "failure". Free: the model writes both lines at once and the parser
     reads them (the outcome may then be missing; an empty future is degenerate).
+    ``calibration`` maps P(success) through a fitted Platt scaling (``nlac_core.outcome``); the raw
+    probability and the calibration's id are kept on each future.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -78,8 +81,13 @@ def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: S
         results = [(p.text, p.success_prob, is_degenerate(p.text)) for p in parsed]
     out: list[list[Future]] = []
     for i, t in enumerate(transitions):
-        out.append([Future(t.ref, text, prob, provenance, action=t.action, degenerate=bad)
-                    for text, prob, bad in results[i * k:(i + 1) * k]])
+        if calibration is None:
+            out.append([Future(t.ref, text, prob, provenance, action=t.action, degenerate=bad)
+                        for text, prob, bad in results[i * k:(i + 1) * k]])
+        else:
+            out.append([Future(t.ref, text, calibration.apply(prob), provenance, action=t.action, degenerate=bad,
+                               success_prob_raw=prob, outcome_calibration=calibration.id)
+                        for text, prob, bad in results[i * k:(i + 1) * k]])
     return out
 
 

@@ -76,8 +76,17 @@ def cmd_critique(args) -> int:
     from nlac_core.critic import CritiqueConfig, critique_chunks
     from nlac_core.successor import transition_of
 
+    outcome = None
+    if args.outcome_calibration:
+        from nlac_core.outcome import OutcomeCalibration
+
+        try:
+            outcome = OutcomeCalibration.load(args.outcome_calibration)
+        except ValueError as exc:
+            raise UsageError(f"--outcome-calibration {exc}") from None
     config = _config(CritiqueConfig, args, k=args.k, mode=args.mode, temperature=args.temperature, seed=args.seed,
-                     chunk_size=args.chunk_size, calibrate_verdicts=not args.no_calibration)
+                     chunk_size=args.chunk_size, calibrate_verdicts=not args.no_calibration,
+                     outcome_calibration=outcome)
     steps = select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps, args.max_steps)
     backend = backend_from_args(args)
     transitions = [transition_of(s, None, args.max_state_chars) for s in steps]
@@ -250,6 +259,8 @@ def register(sub) -> None:
     p.add_argument("--mode", default="sectioned", choices=("sectioned", "free", "free_zero_shot"))
     p.add_argument("--no-calibration", action="store_true",
                    help="sectioned: take the verdict's raw likelihoods (default: relative to a content-free prompt)")
+    p.add_argument("--outcome-calibration", default=None,
+                   help="a calibration written by calibrate-outcome: P(success) mapped through it (raw kept)")
     add_backend_args(p)
     p.set_defaults(func=cmd_critique)
 
