@@ -2,6 +2,9 @@
 
     rollout -> Bellman backup -> critique -> refine -> train (critic + policy) -> EMA update
 
+Off-policy: the backup, critique and refine phases work on transitions drawn
+from the fresh rollout and from the replay buffer (``nlac_core.replay``).
+
 One model plays every role, as in the paper: the checkpoint being trained is
 the policy, the successor model, the evaluator and the refiner; the target
 checkpoint (an EMA copy of its weights) predicts the next futures of the
@@ -16,18 +19,20 @@ duplicates nothing (training itself resumes from its last trainer checkpoint).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nlac_core.backends.base import Backend, SamplingSpec
-from nlac_core.bellman import BackupConfig, backup
+from nlac_core.bellman import BackupConfig, backup, generic_policy_prompt
 from nlac_core.critic import CritiqueConfig, critique
 from nlac_core.outputs import from_json, to_json
-from nlac_core.refine import RefineConfig, refine_steps
+from nlac_core.records import TrajectoryRecord
+from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
+from nlac_core.replay import ReplayConfig, draw
 from nlac_core.sft_data import StepIndex, distillation_records, records_hash, successor_records
-from nlac_core.state import StepView, steps_of
+from nlac_core.state import StepView
 from nlac_core.successor import transition_of
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -52,6 +57,7 @@ class IterationConfig:
     backup: BackupConfig = field(default_factory=lambda: BackupConfig(next_action="policy", max_state_chars=1500))
     refine: RefineConfig = field(default_factory=RefineConfig)
     distill_kept: bool = True  # a step kept without a refine call (optimal, or won) is its own distillation target
+    replay: ReplayConfig = field(default_factory=ReplayConfig)  # off-policy: transitions drawn from the buffer too
     sft: dict[str, Any] = field(default_factory=dict)  # SFTRunConfig fields
 
     def __post_init__(self) -> None:
@@ -79,16 +85,22 @@ class IterationResult:
     checkpoint: Path
     target: Path
     train_metrics: dict[str, Any]
+    fresh_transitions: int = 0
+    replayed_transitions: int = 0
 
 
 def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | Path, config: IterationConfig,
                   load_backend: LoadBackend, oracle: Backend | None = None, on_progress: Progress | None = None,
-                  should_stop: Callable[[], bool] | None = None) -> IterationResult:
+                  should_stop: Callable[[], bool] | None = None,
+                  replay: Sequence[TrajectoryRecord] = ()) -> IterationResult:
     """Run (or finish) one NLAC iteration in ``workdir``; returns where everything went.
 
     ``load_backend(path)`` builds a backend for a model directory (the caller
     decides hf or vllm and keeps models loaded); ``oracle`` is the environment's
-    own LLM (20 Questions oracle, tool-use user), which stays fixed.
+    own LLM (20 Questions oracle, tool-use user), which stays fixed. ``replay``
+    is the replay buffer (imported runs, earlier rollouts): the backup, critique
+    and refine phases work on transitions drawn from it and from the fresh
+    rollout (``config.replay``), the drawn ones listed in ``transitions.json``.
     """
     from nlac_core.ema import update_target
     from nlac_core.envs import make_env
@@ -113,11 +125,18 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
                                progress=lambda d, t: report("rollout", d, t), should_stop=should_stop)
         write_trajectories(rollout_path, trajectories)
     trajectories = list(read_trajectories(rollout_path))
-    steps: list[StepView] = [s for t in trajectories for s in steps_of(t)]
-    index = StepIndex(trajectories)
+    drawn = draw(trajectories, replay, config.env, config.replay)
+    steps: list[StepView] = drawn.steps
+    index = StepIndex([*trajectories, *{s.trajectory.content_hash(): s.trajectory for s in drawn.replayed}.values()])
+    _record_draw(work / "transitions.json", drawn)
 
     def policy_prompt(step: StepView):
-        return env.render_policy(step.trajectory.task, step.history)
+        if step.trajectory.meta.get("env") == config.env:
+            return env.render_policy(step.trajectory.task, step.history)
+        return generic_policy_prompt(step, config.max_state_chars)  # an imported run: its own tools and policy
+
+    def action_spec(step: StepView):
+        return env.action_spec if step.trajectory.meta.get("env") == config.env else action_spec_for(step)
 
     # 2. Bellman targets, with the target checkpoint predicting the next futures
     targets = _phase(work / "backup.jsonl", "backup", report, lambda: backup(
@@ -127,7 +146,7 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
     critiques = _phase(work / "critiques.jsonl", "critique", report,
                        lambda: critique(model, transitions, config.critique))
     refinements = _phase(work / "refinements.jsonl", "refine", report, lambda: refine_steps(
-        model, steps, critiques, config.refine, spec_for=lambda s: env.action_spec,
+        model, steps, critiques, config.refine, spec_for=action_spec,
         max_state_chars=config.max_state_chars))
 
     # 5. one dataset for the one model: successor targets + distillation
@@ -148,7 +167,16 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
     report("ema", 1, 1)
     return IterationResult(work, len(trajectories), len(steps), compute_metrics(trajectories).to_dict(),
                            {"successor": len(critic_records), "distillation": len(policy_records)},
-                           records_hash(records), checkpoint, new_target, result.metrics)
+                           records_hash(records), checkpoint, new_target, result.metrics,
+                           fresh_transitions=len(drawn.fresh), replayed_transitions=len(drawn.replayed))
+
+
+def _record_draw(path: Path, drawn) -> None:
+    """Which transitions this iteration backed up, fresh and replayed (by trajectory hash and step)."""
+    def refs(steps):
+        return [[s.trajectory.content_hash(), s.index] for s in steps]
+
+    path.write_text(json.dumps({"fresh": refs(drawn.fresh), "replayed": refs(drawn.replayed)}) + "\n")
 
 
 def _phase(path: Path, name: str, report: Progress, compute: Callable[[], list]) -> list:

@@ -226,9 +226,15 @@ def cmd_iterate(args) -> int:
             sft = json.loads(Path(args.sft_config).read_text())
         except (OSError, ValueError) as exc:
             raise UsageError(f"--sft-config {args.sft_config}: not a readable JSON object ({exc})") from None
+    from nlac_core.replay import ReplayConfig, read_buffer
+
+    replay_config = _config(ReplayConfig, args, size=args.replay_size, fresh_fraction=args.fresh_fraction,
+                            seed=args.seed)
     config = _config(IterationConfig, args, env=args.env, tasks=args.tasks, trials=args.trials,
                      max_turns=args.max_turns, seed=args.seed, tau=args.tau, target_schedule=args.target_schedule,
-                     target_every=args.target_every, sft=sft)
+                     target_every=args.target_every, replay=replay_config, sft=sft)
+    sources = [*(args.replay or []), *([args.replay_dir] if args.replay_dir and Path(args.replay_dir).is_dir() else [])]
+    buffer = read_buffer(sources)
     model = args.model or str(ensure_embedded_model())
     for flag, path in (("--model", model), ("--target-model", args.target_model)):
         if path is not None and not (Path(path) / "config.json").is_file():
@@ -243,9 +249,17 @@ def cmd_iterate(args) -> int:
     oracle = load(str(ensure_embedded_model())) if args.env != "math" else None
     result = run_iteration(args.workdir, model, args.target_model or model, config, load, oracle=oracle,
                            on_progress=lambda phase, done, total: print(f"{phase}: {done}/{total}",
-                                                                        file=sys.stderr))
+                                                                        file=sys.stderr), replay=buffer)
+    if args.replay_dir:  # this iteration's rollout joins the buffer of the next ones
+        import shutil
+
+        Path(args.replay_dir).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(args.workdir) / "rollout.jsonl",
+                        Path(args.replay_dir) / f"{Path(args.workdir).resolve().name}.jsonl")
     print(json.dumps({"checkpoint": str(result.checkpoint), "target": str(result.target),
                       "trajectories": result.trajectories, "steps": result.steps,
+                      "transitions": {"fresh": result.fresh_transitions, "replayed": result.replayed_transitions,
+                                      "buffer_trajectories": len(buffer)},
                       "rollout": result.rollout_metrics, "dataset": result.dataset_records,
                       "train": result.train_metrics}, indent=2, default=str))
     return 0
@@ -313,6 +327,13 @@ def register(sub) -> None:
                    help="polyak: average with --tau each iteration; hard: copy the online weights every "
                         "--target-every iterations")
     p.add_argument("--target-every", type=int, default=1, help="hard schedule: the period in iterations")
+    p.add_argument("--replay", action="append", default=None, metavar="FILE_OR_DIR",
+                   help="replay buffer: trajectory files (any format; imported runs) or folders of JSONL (repeatable)")
+    p.add_argument("--replay-dir", default=None,
+                   help="a folder of earlier iterations' rollouts: read as buffer, and this rollout is added to it")
+    p.add_argument("--replay-size", type=int, default=64,
+                   help="transitions backed up per iteration, fresh and replayed (0: the fresh rollout's alone)")
+    p.add_argument("--fresh-fraction", type=float, default=0.5, help="share of them from the fresh rollout")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sft-config", default=None, help="JSON file of SFT settings (SFTRunConfig fields)")
     p.set_defaults(func=cmd_iterate)
