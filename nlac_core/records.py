@@ -83,6 +83,9 @@ class TrajectoryRecord:
     external_id: str = ""
     policy: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # True when ``source_model`` is only a label guessed from the file's name (tau-bench names its files after
+    # the model): a name is no part of the episode, so the content hash leaves such a label out.
+    source_model_from_file_name: bool = False
 
     def __post_init__(self) -> None:
         # Numbers come as int or float from JSON; a database gives floats back.
@@ -104,14 +107,20 @@ class TrajectoryRecord:
     def content_hash(self) -> str:
         """sha256 of the canonical JSON of everything that makes the episode what it is.
 
-        Provenance (which file, which record) is not part of the record, so the same
+        Provenance (which file, which record, the file's name) is not part of the hash, so the same
         episode imported from two files, or re-imported from our own export, hashes
-        the same and is stored once. Computed once per record and kept (the record is frozen, and its JSON
+        the same and is stored once; a source model named by the file's contents or by the person importing
+        it is part of it (the same episode attributed to another model is another run). A record whose
+        label was not guessed from a file name hashes exactly as before that rule, so stored hashes stay valid.
+        Computed once per record and kept (the record is frozen, and its JSON
         values are never changed in place), since every step of a trajectory names it.
         """
         cached = self.__dict__.get("_content_hash")
         if cached is None:
-            cached = hashlib.sha256(canonical_json(to_dict(self)).encode()).hexdigest()
+            data = to_dict(self)
+            if self.source_model_from_file_name:
+                data = {k: v for k, v in data.items() if k != "source_model_from_file_name"} | {"source_model": ""}
+            cached = hashlib.sha256(canonical_json(data).encode()).hexdigest()
             self.__dict__["_content_hash"] = cached  # frozen dataclass: bypass __setattr__, not a field
         return cached
 
@@ -131,8 +140,13 @@ def to_dict(record: TrajectoryRecord) -> dict[str, Any]:
     Unlike ``dataclasses.asdict`` it does not deep-copy: JSON values (meta,
     arguments) are shared with the record, so treat the result as read-only.
     Hashing every imported record made asdict's copies the import's top cost.
+    ``source_model_from_file_name`` appears only when true, so every other record's form (and hash) is the
+    one it had before that field existed.
     """
-    return _plain(record)
+    data = _plain(record)
+    if not data["source_model_from_file_name"]:
+        del data["source_model_from_file_name"]
+    return data
 
 
 def _plain(value: Any) -> Any:

@@ -1,5 +1,6 @@
 """What every format module shares: the error type, typed field access that names
-the place of a problem, and streaming JSON readers.
+the place of a problem, the JSON decoder and its limits, and the JSONL reader (big JSON
+files are read by ``json_stream``).
 
 A format module exposes ``NAME``, ``sniff(head: bytes, path) -> bool`` and
 ``read(path) -> Iterator[Item]``; ``registry.py`` finds them by name.
@@ -15,9 +16,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ijson
-
 from nlac_core.records import TaskRecord, TrajectoryRecord
+
+# How deep a record may nest objects and arrays, the record itself being level 1. Real trajectories use a
+# dozen levels; past a few hundred a file is an attack on the parser (and json.loads hits Python's recursion
+# limit near 1,000), so every reader refuses it with the same message.
+MAX_DEPTH = 512
+TOO_DEEP = f"JSON nested too deeply (more than {MAX_DEPTH} levels)"
+
+
+class HugeInteger:
+    """An integer literal too long for int() (Python refuses over 4,300 digits): the decoder returns this
+    in its place so that :func:`clean` can refuse it naming its field, like any other bad number."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+def _parse_int(text: str) -> int | HugeInteger:
+    try:
+        return int(text)
+    except ValueError:
+        return HugeInteger(len(text.lstrip("-")))
+
+
+# The one JSON decoder of every format (a JSONL line, a record of a JSON array, a .traj file), so that a value
+# means the same everywhere.
+DECODER = json.JSONDecoder(parse_int=_parse_int)
 
 
 class FormatError(ValueError):
@@ -138,14 +163,22 @@ def _clean_str(text: str) -> str:
     return _UNSTORABLE.sub("\ufffd", text) if _UNSTORABLE.search(text) else text
 
 
+def short_field(path: str) -> str:
+    """A field path fit for a message, however deep the field."""
+    return path if len(path) <= 80 else path[:80] + "…"
+
+
 def clean(value: Any, ctx: Context, path: str = "") -> Any:
-    """Make freshly parsed JSON storable, in place: fix unstorable characters; refuse
-    NaN and infinities (no database stores them as JSON, and a reward of Infinity is a bug)."""
+    """Make freshly parsed JSON storable, in place: fix unstorable characters; refuse NaN and infinities (no
+    database stores them as JSON, and a reward of Infinity is a bug), integers too long to read, and nesting
+    deeper than MAX_DEPTH (the value itself being level 1)."""
     if isinstance(value, str):
         return _clean_str(value)
-    stack: list[tuple[Any, str]] = [(value, path)]
+    stack: list[tuple[Any, str, int]] = [(value, path, 1)]
     while stack:
-        node, where = stack.pop()
+        node, where, depth = stack.pop()
+        if isinstance(node, (dict, list)) and depth > MAX_DEPTH:
+            ctx.fail(TOO_DEEP, short_field(where))
         if isinstance(node, dict):
             for key in list(node):
                 item = node[key]
@@ -156,21 +189,31 @@ def clean(value: Any, ctx: Context, path: str = "") -> Any:
                     node[key] = item
                 if isinstance(item, str):
                     node[key] = _clean_str(item)
-                elif isinstance(item, float) and not math.isfinite(item):
-                    ctx.fail(f"{item} is not a number a database can store", child)
                 elif isinstance(item, (dict, list)):
-                    stack.append((item, child))
+                    stack.append((item, child, depth + 1))
+                elif isinstance(item, _NUMBERS_TO_CHECK):
+                    _check_number(item, ctx, child)
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str):
                     node[i] = _clean_str(item)
-                elif isinstance(item, float) and not math.isfinite(item):
-                    ctx.fail(f"{item} is not a number a database can store", f"{where}[{i}]")
                 elif isinstance(item, (dict, list)):
-                    stack.append((item, f"{where}[{i}]"))
-        elif isinstance(node, float) and not math.isfinite(node):
-            ctx.fail(f"{node} is not a number a database can store", where)
+                    stack.append((item, f"{where}[{i}]", depth + 1))
+                elif isinstance(item, _NUMBERS_TO_CHECK):
+                    _check_number(item, ctx, f"{where}[{i}]")
+        else:
+            _check_number(node, ctx, where)
     return value
+
+
+_NUMBERS_TO_CHECK = (float, HugeInteger)
+
+
+def _check_number(value: Any, ctx: Context, field: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        ctx.fail(f"{value} is not a number a database can store", field)
+    if isinstance(value, HugeInteger):
+        ctx.fail(f"an integer of {value.digits} digits is out of range", field)
 
 
 def record(raw: Any, ctx: Context, path: str = "") -> Obj:
@@ -179,53 +222,18 @@ def record(raw: Any, ctx: Context, path: str = "") -> Obj:
 
 
 def loads(text: str | bytes, path: str | Path, where: str) -> Any:
-    """json.loads whose every failure is a FormatError naming the place."""
+    """One whole JSON document, decoded by :data:`DECODER`, whose every failure is a FormatError naming the place."""
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8-sig")
-        return json.loads(text)
+        return DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, where, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+        msg = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg  # "Unterminated string starting at"
+        raise FormatError(path, where, f"malformed JSON: {msg} at line {exc.lineno} column {exc.colno}") from exc
     except UnicodeDecodeError as exc:
         raise FormatError(path, where, f"not UTF-8 text (byte {exc.start})") from exc
     except RecursionError as exc:
-        raise FormatError(path, where, "JSON nested too deeply") from exc
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise FormatError(path, where, f"unreadable JSON value: {exc}") from exc
-
-
-def top_level_kinds(path: str | Path, keys: tuple[str, ...]) -> dict[str, str]:
-    """The JSON type ('start_array', 'string', ...) of each top-level key found, read in
-    one streaming pass that stops once every key has been seen."""
-    found: dict[str, str] = {}
-    with open(path, "rb") as f:
-        _skip_bom(f)
-        try:
-            for prefix, event, _ in ijson.parse(f):
-                if prefix in keys and event != "map_key" and prefix not in found:
-                    found[prefix] = event
-                    if len(found) == len(keys):
-                        break
-        except (ijson.JSONError, UnicodeDecodeError, RecursionError, ValueError) as exc:
-            raise FormatError(path, "", f"malformed JSON: {exc}") from exc
-    return found
-
-
-def require_lists(path: str | Path, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()) -> None:
-    """Fail unless each required top-level key, and each optional one that is present, holds a list."""
-    kinds = top_level_kinds(path, required + optional)
-    for key in required + optional:
-        kind = kinds.get(key)
-        if kind is None and key in optional:
-            continue
-        if kind != "start_array":
-            got = "missing" if kind is None else f"{kind.replace('start_', '').replace('map', 'object')}"
-            raise FormatError(path, "top level", f"expected a list, got {got}", key)
-
-
-def _skip_bom(f) -> None:
-    if f.read(3) != b"\xef\xbb\xbf":
-        f.seek(0)
+        raise FormatError(path, where, TOO_DEEP) from exc
 
 
 def head_bytes(path: str | Path, size: int = 4096) -> bytes:
@@ -236,20 +244,6 @@ def head_bytes(path: str | Path, size: int = 4096) -> bytes:
 def first_json_char(head: bytes) -> str:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     return chr(text[0]) if text else ""
-
-
-def stream_array(path: str | Path, prefix: str = "item") -> Iterator[Any]:
-    """Items of a (possibly huge) JSON array, one at a time, floats as floats."""
-    with open(path, "rb") as f:
-        _skip_bom(f)
-        try:
-            yield from ijson.items(f, prefix, use_float=True)
-        except ijson.JSONError as exc:
-            raise FormatError(path, "", f"malformed JSON: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise FormatError(path, f"byte {exc.start}", "the file is not UTF-8 text") from exc
-        except (RecursionError, ValueError) as exc:
-            raise FormatError(path, "", f"unreadable JSON: {exc}") from exc
 
 
 def stream_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -271,9 +265,11 @@ def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
         if not raw.strip():
             return {}
         try:
-            value = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            ctx.fail(f"tool-call arguments are not valid JSON: {getattr(exc, 'msg', exc)}", field)
+            value = DECODER.decode(raw)
+        except json.JSONDecodeError as exc:
+            ctx.fail(f"tool-call arguments are not valid JSON: {exc.msg}", field)
+        except RecursionError:
+            ctx.fail(f"tool-call arguments: {TOO_DEEP}", field)
         if not isinstance(value, dict):
             ctx.fail(f"tool-call arguments must be a JSON object, got {_json_type(value)}", field)
         return clean(value, ctx, field)

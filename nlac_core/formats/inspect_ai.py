@@ -23,9 +23,8 @@ from nlac_core.formats.base import (
     first_json_char,
     loads,
     record,
-    require_lists,
-    stream_array,
 )
+from nlac_core.formats.json_stream import member, require_lists, stream_array
 from nlac_core.records import ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord
 
 NAME = "inspect-ai"
@@ -128,8 +127,8 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
         yield from _read_eval_zip(path, source_model)
         return
     require_lists(path, optional=("samples",))
-    eval_raw = next(iter(stream_array(path, "eval")), None)
+    eval_raw = member(path, "eval")
     eval_info = record(eval_raw, Context(str(path), "eval"), "eval").data
-    for index, raw in enumerate(stream_array(path, "samples.item")):
+    for index, raw in enumerate(stream_array(path, "samples")):
         ctx = Context(str(path), f"sample {index}")
         yield Item(ctx.where, index, parse_sample(record(raw, ctx, f"samples[{index}]"), eval_info, source_model))

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from nlac_core.formats.base import Context, Item, Obj, record, stream_lines
+from nlac_core.formats.base import Context, Item, Obj, first_json_char, record, stream_lines
+from nlac_core.formats.json_stream import first_member
 from nlac_core.records import (
     REQUESTORS,
     ROLES,
@@ -29,7 +30,14 @@ SCHEMA = "nlac.trajectory.v1"
 
 
 def sniff(head: bytes, path: Path) -> bool:
-    return b'"schema"' in head.split(b"\n", 1)[0] and SCHEMA.encode() in head.split(b"\n", 1)[0]
+    """Certain whatever the length of the first line: keys are sorted, so ``schema`` comes after the messages,
+    and a line longer than the head is read on (in flat memory) for it; in a file not named as JSONL, only as
+    far as the keys we write before it (a one-line tau2 or Inspect file is not read through)."""
+    first, newline, _ = head.partition(b"\n")
+    if not newline:
+        jsonl = path.suffix in (".jsonl", ".ndjson")
+        return first_json_char(head) == "{" and first_member(path, "schema", sorted_keys=not jsonl) == SCHEMA
+    return b'"schema"' in first and SCHEMA.encode() in first
 
 
 def dumps(trajectory: TrajectoryRecord) -> str:
@@ -94,6 +102,7 @@ def parse(rec: Obj) -> TrajectoryRecord:
         external_id=rec.req("external_id", str),
         policy=rec.req("policy", str),
         meta=rec.req("meta", dict),
+        source_model_from_file_name=rec.opt("source_model_from_file_name", bool, default=False),
     )
 
 

@@ -15,11 +15,13 @@ raises ``FormatError`` naming the line and column of the first malformed row.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from nlac_core.formats.base import FormatError
+from nlac_core.records import canonical_json
 
 KEY_COLUMNS = ("simulation_id", "trajectory_id")
 TEXT_COLUMNS = ("note", "notes", "text", "comment")
@@ -35,6 +37,12 @@ class NoteRow:
     text: str
     step_index: int | None = None
     author: str = ""
+
+
+def note_key(step_index: int | None, author: str, text: str) -> str:
+    """A note's identity on its trajectory: the same words by the same author about the same step are one
+    note, whichever file (or line of it) they came in, so importing a file again adds nothing."""
+    return hashlib.sha256(canonical_json([step_index, author, text]).encode()).hexdigest()
 
 
 def read_notes(path: str | Path, data: bytes | None = None) -> list[NoteRow]:

@@ -9,6 +9,8 @@ from types import ModuleType
 from nlac_core.formats import inspect_ai, nlac_jsonl, openai_jsonl, swe_agent, tau2_bench, tau_bench
 from nlac_core.formats.base import FormatError, Item, head_bytes
 
+HEAD_BYTES = 65536  # what the sniffers see of a file
+
 # Order matters for detection: the most specific sniffers first.
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (
     nlac_jsonl, inspect_ai, swe_agent, tau2_bench, tau_bench, openai_jsonl,
@@ -17,8 +19,10 @@ FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (
 
 def detect(path: str | Path) -> str:
     path = Path(path)
-    head = head_bytes(path, 65536)
+    head = head_bytes(path, HEAD_BYTES)
     if not head.strip():
+        if path.suffix in (".jsonl", ".ndjson") and len(head) < HEAD_BYTES:
+            return nlac_jsonl.NAME  # JSONL of no records, as the export of an empty project is: imports nothing
         raise FormatError(path, "", "the file is empty")
     for name, module in FORMATS.items():
         if module.sniff(head, path):

@@ -26,7 +26,7 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
     if path.stat().st_size > MAX_BYTES:
         raise FormatError(path, "", f"file larger than {MAX_BYTES} bytes")
-    data = loads(path.read_bytes(), path, "")
+    data = loads(path.read_bytes(), path, "trajectory")
     ctx = Context(str(path), "trajectory")
     rec = record(data, ctx)
     history = rec.objs("history")

@@ -21,9 +21,8 @@ from nlac_core.formats.base import (
     first_json_char,
     head_bytes,
     record,
-    require_lists,
-    stream_array,
 )
+from nlac_core.formats.json_stream import member, require_lists, stream_array
 from nlac_core.records import REQUESTORS, ROLES, Message, TaskRecord, ToolCall, TrajectoryRecord
 
 NAME = "tau2-bench"
@@ -119,27 +118,21 @@ def parse_simulation(sim: Obj, tasks: dict[str, TaskRecord], info: Obj) -> Traje
     )
 
 
-def _top_level(path: Path, key: str) -> Any:
-    for value in stream_array(path, key):
-        return value
-    return None
-
-
 def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
     if first_json_char(head_bytes(path)) != "{":
         Context(str(path), "top level").fail(
             "expected a tau2-bench results object {timestamp, info, tasks, simulations}")
     require_lists(path, required=("simulations",), optional=("tasks",))
-    info_raw = _top_level(path, "info")
+    info_raw = member(path, "info")
     info = record(info_raw if info_raw is not None else {}, Context(str(path), "info"), "info")
     tasks: dict[str, TaskRecord] = {}
-    for index, raw in enumerate(stream_array(path, "tasks.item")):
+    for index, raw in enumerate(stream_array(path, "tasks")):
         ctx = Context(str(path), f"task {index}")
         task = parse_task(record(raw, ctx, f"tasks[{index}]"))
         tasks[task.external_id] = task
         yield Item(ctx.where, index, task)
-    for index, raw in enumerate(stream_array(path, "simulations.item")):
+    for index, raw in enumerate(stream_array(path, "simulations")):
         ctx = Context(str(path), f"simulation {index}")
         sim = parse_simulation(record(raw, ctx, f"simulations[{index}]"), tasks, info)
         if source_model:

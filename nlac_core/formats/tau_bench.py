@@ -19,8 +19,8 @@ from nlac_core.formats.base import (
     first_json_char,
     head_bytes,
     record,
-    stream_array,
 )
+from nlac_core.formats.json_stream import stream_array
 from nlac_core.formats.openai_chat import parse_message
 from nlac_core.records import TaskRecord, TrajectoryRecord
 
@@ -45,7 +45,7 @@ def termination_reason(info: Obj) -> str:
     return f"agent:{source}" if source else "unknown"
 
 
-def parse_record(rec: Obj, source_model: str) -> TrajectoryRecord:
+def parse_record(rec: Obj, source_model: str, from_file_name: bool = False) -> TrajectoryRecord:
     info = rec.obj("info")
     task_id = rec.req("task_id", int, str)
     task = info.obj("task", required=False)
@@ -81,6 +81,7 @@ def parse_record(rec: Obj, source_model: str) -> TrajectoryRecord:
         usage={"user_cost": user_cost} if user_cost is not None else {},
         policy=policy,
         meta={"source": info.data["source"]} if info.has("source") else {},
+        source_model_from_file_name=from_file_name,
     )
 
 
@@ -88,7 +89,9 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
     if first_json_char(head_bytes(path)) != "[":
         raise FormatError(path, "top level", "expected a JSON array of tau-bench EnvRunResult records")
-    source_model = source_model or path.stem[:200]  # tau-bench names its files after the model
+    # tau-bench names its files after the model: the name is a label, not part of the episode (not hashed).
+    from_file_name = not source_model
+    source_model = source_model or path.stem[:200]
     for index, raw in enumerate(stream_array(path)):
         ctx = Context(str(path), f"record {index}")
-        yield Item(ctx.where, index, parse_record(record(raw, ctx), source_model))
+        yield Item(ctx.where, index, parse_record(record(raw, ctx), source_model, from_file_name))

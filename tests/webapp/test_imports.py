@@ -75,7 +75,8 @@ def test_it_rejects_truncated_json_and_stores_nothing(db, tmp_path):
     bad = tmp_path / "cut.json"
     bad.write_bytes(TAU_GPT4O.read_bytes()[:200_000])
     result = do_import_file(bad, do_get_or_create_project("cut"))
-    assert not result.ok and result.batch.error.startswith("cut.json: malformed JSON")
+    assert result.batch.error == ("cut.json, record 7, field 'traj[23].content': "
+                                  "malformed JSON: the file is cut short (it ends at byte 200000)")
     assert Trajectory.objects.count() == 0
 
 

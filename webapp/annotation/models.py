@@ -208,9 +208,13 @@ class Note(models.Model):
     imported_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # notes_csv.note_key of (step, author, text): a file imported twice adds nothing ("" = no identity kept).
+    content_key = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["trajectory", "step_index", "id"]
+        constraints = [models.UniqueConstraint(fields=["trajectory", "content_key"], condition=~Q(content_key=""),
+                                               name="note_unique_content")]
 
     def __str__(self) -> str:
         return f"note {self.pk} on trajectory {self.trajectory_id}"

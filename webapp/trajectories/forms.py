@@ -41,11 +41,12 @@ class TrajectoryFilterForm(forms.Form):
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField()
+    file = forms.FileField(allow_empty_file=True)  # an empty .jsonl is the export of an empty project
     project = forms.CharField(max_length=200, help_text="An existing project's name, or a new one.")
     format = forms.ChoiceField(required=False, choices=[("", "Detect automatically")] + [(n, n) for n in FORMATS])
     source_model = forms.CharField(required=False, max_length=200,
-                                   help_text="Agent model name, when the file does not say.")
+                                   help_text="Agent model name, when the file does not say. A name given here "
+                                             "makes a different run; a tau-bench file's own name is only a label.")
 
     def clean_file(self):
         f = self.cleaned_data["file"]
@@ -54,7 +55,7 @@ class UploadForm(forms.Form):
             raise forms.ValidationError(
                 f"{f.name} is {f.size / 1e6:.1f} MB; uploads are limited to {limit / 1e6:.0f} MB. "
                 "Import larger files with: python manage.py import_trajectories PATH --project NAME")
-        if f.size == 0:
+        if f.size == 0 and not f.name.endswith((".jsonl", ".ndjson")):
             raise forms.ValidationError(f"{f.name} is empty.")
         return f
 

@@ -91,6 +91,7 @@ class Trajectory(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories")
     trial = models.IntegerField(default=0)
     source_model = models.CharField(max_length=200, blank=True)
+    source_model_from_file_name = models.BooleanField(default=False)  # a label only: not in the content hash
     source_checkpoint = models.CharField(max_length=500, blank=True)
     user_model = models.CharField(max_length=200, blank=True)
     reward = models.FloatField(null=True, blank=True)

@@ -53,3 +53,29 @@ def test_it_names_the_line_and_column_of_malformed_rows(client_for, project, tra
 def test_it_lets_only_researchers_import_notes(client_for, project):
     assert client_for("annotator").get(f"/projects/{project.slug}/notes/").status_code == 403
     assert client_for("researcher").get(f"/projects/{project.slug}/notes/").status_code == 200
+
+
+def test_it_adds_nothing_when_the_same_notes_are_imported_again_and_says_so(client_for, project, trajectory):
+    client = client_for("researcher")
+    other = project.trajectories.exclude(pk=trajectory.pk).first()
+    csv_text = ("simulation_id,step,note,author\n"
+                f"{trajectory.external_id},1,Agent should have refused,dana\n"
+                f"{trajectory.external_id},,The user was confused,lee\n"
+                f"{other.external_id},0,Wrong tool,lee\n")
+    upload(client, project, csv_text)
+    assert Note.objects.count() == 3
+    again = upload(client, project, csv_text, name="notes (copy).csv")
+    assert again.status_code == 302
+    assert Note.objects.count() == 3
+    page = client.get(again.url).content.decode()
+    assert "Imported 0 notes" in page and "3 were already imported" in page
+    # One note changed, the rest the same (and keyed by trajectory id this time): just that one is added.
+    changed = ("trajectory_id,step,note,author\n"
+               f"{trajectory.pk},1,Agent should have refused,dana\n"
+               f"{trajectory.pk},,The user was confused at first,lee\n"
+               f"{other.pk},0,Wrong tool,lee\n")
+    third = upload(client, project, changed)
+    assert Note.objects.count() == 4
+    assert "Imported 1 note on 1 trajectory; 2 were already imported" in client.get(third.url).content.decode()
+    assert Note.objects.filter(text="The user was confused at first").count() == 1
+    assert AuditEvent.objects.filter(action="notes.import").count() == 2  # nothing added, nothing to audit

@@ -2,22 +2,25 @@
 
 All rows are matched before anything is written: a row that matches no trajectory of the project
 (or names a step the trajectory does not have) fails the whole file with its line, and nothing changes.
+Idempotent: a note already stored on its trajectory (the same step, author and text, ``notes_csv.note_key``,
+from any file, deleted or not) is not added again, so importing a file twice adds nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from nlac_core.formats.base import FormatError
-from nlac_core.formats.notes_csv import NoteRow, read_notes
+from nlac_core.formats.notes_csv import NoteRow, note_key, read_notes
 from webapp.annotation.models import Note
 from webapp.annotation.services import audit
 from webapp.trajectories.models import Message, Project, Trajectory
 
 MAX_NOTES_BYTES = 10 * 1024 * 1024
 MAX_REPORTED = 20
+LOOKUP_CHUNK = 500
 
 
 class NotesError(ValueError):
@@ -32,6 +35,7 @@ class NotesError(ValueError):
 class NotesResult:
     n_notes: int
     n_trajectories: int
+    n_already: int = 0  # rows of the file whose note was already stored (or repeated in the file)
 
 
 def check_import_notes(actor, project: Project, file_name: str, data: bytes) -> NotesResult:
@@ -60,16 +64,32 @@ def check_import_notes(actor, project: Project, file_name: str, data: bytes) -> 
             problems.append(f"{file_name}, line {row.line}: trajectory {pk} has no agent step {row.step_index}")
     if problems:
         raise NotesError(problems)
-    return do_import_notes(actor, file_name, rows, found)
+    try:
+        return do_import_notes(actor, file_name, rows, found)
+    except IntegrityError:  # the unique key: another import of the same notes committed meanwhile
+        raise NotesError([f"{file_name}: some of these notes were imported at the same moment by another "
+                          "request; nothing was imported from this file, import it again to add the rest"]) from None
 
 
 @transaction.atomic
 def do_import_notes(actor, file_name: str, rows: list[NoteRow], trajectory_ids: dict[str, int]) -> NotesResult:
-    notes = Note.objects.bulk_create([
-        Note(trajectory_id=trajectory_ids[r.key], step_index=r.step_index, text=r.text, author_name=r.author,
-             source_file=file_name[:500], source_line=r.line, imported_by=actor) for r in rows], batch_size=1000)
+    keyed = [(trajectory_ids[r.key], note_key(r.step_index, r.author, r.text), r) for r in rows]
+    ids = sorted({t for t, _, _ in keyed})
+    stored: set[tuple[int, str]] = set()
+    for start in range(0, len(ids), LOOKUP_CHUNK):  # a bounded IN list (SQLite caps query parameters)
+        stored.update(Note.objects.filter(trajectory_id__in=ids[start:start + LOOKUP_CHUNK]).exclude(content_key="")
+                      .values_list("trajectory_id", "content_key"))
+    fresh = []
+    for trajectory_id, key, row in keyed:
+        if (trajectory_id, key) not in stored:
+            stored.add((trajectory_id, key))
+            fresh.append(Note(trajectory_id=trajectory_id, step_index=row.step_index, text=row.text,
+                              author_name=row.author, source_file=file_name[:500], source_line=row.line,
+                              imported_by=actor, content_key=key))
+    notes = Note.objects.bulk_create(fresh, batch_size=1000)
     used = {n.trajectory_id for n in notes}
     if notes:
         audit.record(actor, "notes.import", notes[0], trajectory_id=None,
-                     after={"file": file_name, "notes": len(notes), "trajectories": len(used)})
-    return NotesResult(len(notes), len(used))
+                     after={"file": file_name, "notes": len(notes), "trajectories": len(used),
+                            "already_imported": len(rows) - len(notes)})
+    return NotesResult(len(notes), len(used), len(rows) - len(notes))

@@ -2,7 +2,8 @@
 
 Atomic per file (a malformed record anywhere rolls the whole file back and
 records a failed ImportBatch with the error's place), idempotent (a trajectory
-is stored once per project, by content hash; a file already imported is
+is stored once per project, by content hash, which leaves out a source model guessed
+from the file's name, so a renamed copy adds nothing; a file already imported is
 recognised by its sha256 and skipped without parsing), streaming (records are
 read one at a time and written in batches, so memory stays flat).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.db import DatabaseError, transaction
@@ -68,6 +69,7 @@ class _Writer:
         self.tasks: dict[tuple[str, str], Task] = {(t.external_id, t.content_hash): t
                                                    for t in Task.objects.filter(project=project)}
         self.pending: list[tuple[int, TrajectoryRecord, str]] = []
+        self.earlier: dict[str, str] = {}  # content hash -> the hash an earlier version stored for that episode
         self.seen_hashes: set[str] = set()
 
     def task_for(self, record: TaskRecord) -> Task:
@@ -82,7 +84,11 @@ class _Writer:
 
     def add(self, index: int, record: TrajectoryRecord) -> None:
         self.batch.n_records += 1
-        self.pending.append((index, record, record.content_hash()))
+        h = record.content_hash()
+        if record.source_model_from_file_name:
+            # Before file names left the hash, this episode was stored under a hash that included its label.
+            self.earlier[h] = replace(record, source_model_from_file_name=False).content_hash()
+        self.pending.append((index, record, h))
         if len(self.pending) >= TRAJECTORY_BATCH:
             self.flush()
 
@@ -90,11 +96,12 @@ class _Writer:
         if not self.pending:
             return
         hashes = [h for _, _, h in self.pending]
+        hashes += [self.earlier[h] for h in hashes if h in self.earlier]
         existing = set(Trajectory.objects.filter(project=self.project, content_hash__in=hashes)
                        .values_list("content_hash", flat=True))
         fresh = []
         for index, record, h in self.pending:
-            if h in existing or h in self.seen_hashes:
+            if h in existing or h in self.seen_hashes or self.earlier.get(h) in existing:
                 self.batch.n_skipped += 1
                 continue
             self.seen_hashes.add(h)
@@ -116,6 +123,7 @@ class _Writer:
         search.index((row.pk, search.document(record)) for row, (_, record, _) in zip(created, fresh, strict=True))
         self.batch.n_added += len(fresh)
         self.pending = []
+        self.earlier = {}
 
 
 def do_import_file(
