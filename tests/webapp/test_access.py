@@ -21,12 +21,12 @@ def test_it_shows_nothing_to_a_user_without_a_role(client_for):
 
 
 @needs_shared
-def test_it_lets_annotators_browse_but_not_import(client_for, tau_project):
-    client = client_for("annotator")
+def test_it_shows_an_annotator_nothing_outside_their_queues_and_no_import(client_for, tau_project):
+    client = client_for("annotator")  # in no queue: the README's "only the steps of their queues"
     assert client.get("/").status_code == 200
-    assert client.get(f"/projects/{tau_project.slug}/").status_code == 200
+    assert client.get(f"/projects/{tau_project.slug}/").status_code == 404
     t = tau_project.trajectories.first()
-    assert client.get(f"/trajectories/{t.pk}/").status_code == 200
+    assert client.get(f"/trajectories/{t.pk}/").status_code == 404
     refused = client.get("/import/")
     assert refused.status_code == 403 and "for researchers" in refused.content.decode()
     assert client.post("/import/", {"project": "x"}).status_code == 403

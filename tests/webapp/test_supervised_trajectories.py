@@ -104,7 +104,7 @@ def body_of(client, t: Trajectory) -> str:
 
 def test_it_strikes_through_the_rejected_proposal_escaped_with_the_critics_feedback(client_for, run):
     _, t = run
-    body = body_of(client_for("annotator"), t["intervened"])
+    body = body_of(client_for("reviewer"), t["intervened"])
     assert HOSTILE not in body and "<b>delete</b>" not in body
     dels = re.findall(r'<del class="rejected-proposal">(.*?)</del>', body, re.S)
     assert len(dels) == 1
@@ -119,7 +119,7 @@ def test_it_strikes_through_the_rejected_proposal_escaped_with_the_critics_feedb
 
 def test_it_marks_approved_and_unchecked_steps(client_for, run):
     _, t = run
-    body = body_of(client_for("annotator"), t["intervened"])
+    body = body_of(client_for("reviewer"), t["intervened"])
     assert body.count("critic: approved") == 2  # the revision at step 0, and step 1
     assert "critic: unchecked — the episode&#x27;s interventions are used up" in body
     assert 'class="critic-note muted small"' in body
@@ -140,7 +140,7 @@ def test_it_summarises_the_supervision_in_a_header_box(client_for, run):
 
 def test_it_links_a_counterfactual_and_its_original_both_ways(client_for, run):
     _, t = run
-    client = client_for("annotator")
+    client = client_for("reviewer")
     original, rerun = t["intervened"], t["counterfactual"]
     body = body_of(client, original)
     link = re.search(r'class="counterfactual-branch"[^>]*>.*?without this intervention: '
@@ -160,7 +160,7 @@ def test_it_links_a_counterfactual_and_its_original_both_ways(client_for, run):
 
 def test_it_shows_junk_supervision_meta_without_failing(client_for, run):
     _, t = run
-    body = body_of(client_for("annotator"), t["junk"])
+    body = body_of(client_for("reviewer"), t["junk"])
     assert "critic:" not in body and "<del" not in body
 
 
@@ -170,7 +170,7 @@ def ids(response) -> set[int]:
 
 def test_it_filters_the_list_to_trajectories_with_interventions(client_for, run):
     project, t = run
-    client = client_for("annotator")
+    client = client_for("reviewer")
     base = f"/projects/{project.slug}/"
     assert ids(client.get(base)) == {x.pk for x in t.values()}
     with_interventions = client.get(base + "?interventions=1")
@@ -190,7 +190,7 @@ def test_it_filters_the_list_to_trajectories_with_interventions(client_for, run)
 def test_it_pages_through_the_intervention_filter(client_for, run, monkeypatch):
     project, t = run
     monkeypatch.setattr(queries, "PAGE_SIZE", 1)
-    client = client_for("annotator")
+    client = client_for("reviewer")
     base = f"/projects/{project.slug}/"
     url, seen = base + "?interventions=1&sort=reward_asc", []
     while url:
@@ -203,19 +203,19 @@ def test_it_pages_through_the_intervention_filter(client_for, run, monkeypatch):
 
 def test_it_shows_the_filters_and_intervention_badges_in_list_rows(client_for, run):
     project, t = run
-    body = client_for("annotator").get(f"/projects/{project.slug}/?interventions=1").content.decode()
+    body = client_for("reviewer").get(f"/projects/{project.slug}/?interventions=1").content.decode()
     assert '<input type="checkbox" name="interventions" value="1" checked>' in body
     assert '<option value="counterfactual">counterfactual</option>' in body
     rows = {int(m.group(1)): m.group(0) for m in re.finditer(r'<tr class="[^"]*">\s*<td><a href="/trajectories/'
                                                              r'(\d+)/">.*?</tr>', body, re.S)}
     assert "2 interventions</span>" in rows[t["twice"].pk] and "1 intervention</span>" in rows[t["intervened"].pk]
-    full = client_for("annotator").get(f"/projects/{project.slug}/").content.decode()
+    full = client_for("reviewer").get(f"/projects/{project.slug}/").content.decode()
     assert "0 interventions</span>" in full and '<span class="badge arm">baseline</span>' in full
 
 
 def test_it_lists_supervised_trajectories_without_reading_messages(client_for, run, django_assert_max_num_queries):
     project, _ = run
-    client = client_for("annotator")
+    client = client_for("reviewer")
     client.get(f"/projects/{project.slug}/")  # warm the session and the content types
     with django_assert_max_num_queries(8), CaptureQueriesContext(connection) as captured:
         response = client.get(f"/projects/{project.slug}/?interventions=1&arm=supervised&outcome=failure")

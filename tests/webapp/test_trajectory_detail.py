@@ -12,7 +12,7 @@ pytestmark = [needs_shared, pytest.mark.django_db]
 
 def test_it_shows_tool_calls_with_pretty_json_and_links_results_to_calls(client_for, tau_project):
     t = Trajectory.objects.filter(project=tau_project).order_by("id").first()
-    body = client_for("annotator").get(f"/trajectories/{t.pk}/").content.decode()
+    body = client_for("reviewer").get(f"/trajectories/{t.pk}/").content.decode()
     call = t.messages.exclude(tool_calls=[]).order_by("position").first()
     tc = call.tool_calls[0]
     result = t.messages.filter(role="tool", tool_call_id=tc["id"], position__gt=call.position).order_by("position")[0]
@@ -26,7 +26,7 @@ def test_it_shows_tool_calls_with_pretty_json_and_links_results_to_calls(client_
 def test_it_lists_every_agent_step_in_the_step_index(client_for, tau_project):
     t = Trajectory.objects.filter(project=tau_project).order_by("-n_messages").first()
     assert t.n_messages >= 60
-    response = client_for("annotator").get(f"/trajectories/{t.pk}/")
+    response = client_for("reviewer").get(f"/trajectories/{t.pk}/")
     body = response.content.decode()
     assert body.count("data-step-link=") == t.n_steps
     assert body.count('class="msg assistant step"') == t.n_steps
@@ -34,7 +34,7 @@ def test_it_lists_every_agent_step_in_the_step_index(client_for, tau_project):
 
 def test_it_shows_the_task_gold_actions_and_reward_breakdown(client_for, tau_project):
     t = Trajectory.objects.filter(project=tau_project).order_by("id").first()
-    body = client_for("annotator").get(f"/trajectories/{t.pk}/").content.decode()
+    body = client_for("reviewer").get(f"/trajectories/{t.pk}/").content.decode()
     assert "You are mia_li_3668" in body
     assert "book_reservation" in body and "Gold actions" in body
     assert "<th>r_actions</th><td>0.0</td>" in body
@@ -58,7 +58,7 @@ def test_it_marks_user_side_tool_calls_and_shows_the_tau2_policy(client_for, tmp
     project = do_get_or_create_project("tau2 telecom-like")
     assert do_import_file(path, project).ok
     t = Trajectory.objects.get(project=project)
-    body = client_for("annotator").get(f"/trajectories/{t.pk}/").content.decode()
+    body = client_for("reviewer").get(f"/trajectories/{t.pk}/").content.decode()
     assert "user-side tool call" in body and "check_status_bar" in body
     assert "Policy (" in body and "# Airline Agent Policy" in body
 
@@ -71,9 +71,9 @@ def test_it_shows_a_harness_error(client_for, tmp_path):
     project = do_get_or_create_project("errors")
     do_import_file(TAU_ERROR, project)
     t = Trajectory.objects.get(project=project)
-    body = client_for("annotator").get(f"/trajectories/{t.pk}/").content.decode()
+    body = client_for("reviewer").get(f"/trajectories/{t.pk}/").content.decode()
     assert "harness error" in body and "EOFError: EOF when reading a line" in body
 
 
 def test_it_answers_404_for_a_missing_trajectory(client_for):
-    assert client_for("annotator").get("/trajectories/999999/").status_code == 404
+    assert client_for("reviewer").get("/trajectories/999999/").status_code == 404

@@ -13,13 +13,13 @@ def ids_on(response) -> list[int]:
 
 
 def test_it_shows_the_project_summary_with_pass_hat_k(client_for, tau_project):
-    body = client_for("annotator").get(f"/projects/{tau_project.slug}/").content.decode()
+    body = client_for("reviewer").get(f"/projects/{tau_project.slug}/").content.decode()
     assert "pass^4" in body and "0.200" in body and "0.273" in body and "0.420" in body
     assert "200 trajectories" in body
 
 
 def test_it_walks_every_trajectory_once_with_keyset_pages(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     url, seen = f"/projects/{tau_project.slug}/", []
     while url:
         response = client.get(url)
@@ -32,7 +32,7 @@ def test_it_walks_every_trajectory_once_with_keyset_pages(client_for, tau_projec
 
 @pytest.mark.parametrize("sort", ["reward_desc", "reward_asc", "longest", "shortest", "oldest"])
 def test_it_pages_through_every_sort_without_gaps(client_for, tau_project, sort):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     base = f"/projects/{tau_project.slug}/"
     url, seen = f"{base}?sort={sort}&outcome=failure", []
     while url:
@@ -44,7 +44,7 @@ def test_it_pages_through_every_sort_without_gaps(client_for, tau_project, sort)
 
 
 def test_it_filters_by_outcome_task_termination_and_reward(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     base = f"/projects/{tau_project.slug}/"
     assert client.get(base + "?outcome=success").context["page"].count == 84
     assert client.get(base + "?task=7").context["page"].count == 4
@@ -59,7 +59,7 @@ def test_it_filters_by_outcome_task_termination_and_reward(client_for, tau_proje
 
 
 def test_it_searches_the_text_of_messages(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     page = client.get(f"/projects/{tau_project.slug}/?q=mia_li_3668").context["page"]
     expected = Trajectory.objects.filter(project=tau_project, messages__content__icontains="mia_li_3668").distinct()
     assert page.count == expected.count() > 0
@@ -67,7 +67,7 @@ def test_it_searches_the_text_of_messages(client_for, tau_project):
 
 
 def test_it_finds_words_in_tool_arguments_and_needs_every_word(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     base = f"/projects/{tau_project.slug}/"
     with_arg = Trajectory.objects.filter(project=tau_project, messages__tool_calls__icontains="MDCLVA").distinct()
     assert client.get(base + "?q=MDCLVA").context["page"].count == with_arg.count() > 0
@@ -78,12 +78,12 @@ def test_it_finds_words_in_tool_arguments_and_needs_every_word(client_for, tau_p
 
 @pytest.mark.parametrize("q", ['"unbalanced', "NEAR(a b)", "a* OR b", "col:term", "((", "-", "'; DROP TABLE x; --"])
 def test_it_treats_search_syntax_as_plain_words(client_for, tau_project, q):
-    response = client_for("annotator").get(f"/projects/{tau_project.slug}/", {"q": q})
+    response = client_for("reviewer").get(f"/projects/{tau_project.slug}/", {"q": q})
     assert response.status_code == 200
 
 
 def test_it_answers_htmx_with_only_the_results_partial(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     full = client.get(f"/projects/{tau_project.slug}/?outcome=failure")
     partial = client.get(f"/projects/{tau_project.slug}/?outcome=failure", HTTP_HX_REQUEST="true")
     assert b"<html" in full.content and b'id="results"' in full.content
@@ -92,14 +92,14 @@ def test_it_answers_htmx_with_only_the_results_partial(client_for, tau_project):
 
 
 def test_it_ignores_a_tampered_cursor_and_a_bad_filter(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     response = client.get(f"/projects/{tau_project.slug}/?cursor=forged&reward_min=abc")
     assert response.status_code == 200
     assert b"were not understood" in response.content
 
 
 def test_it_forgets_deleted_trajectories_in_search(client_for, tau_project):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     url = f"/projects/{tau_project.slug}/?q=mia_li_3668"
     before = client.get(url).context["page"].count
     Trajectory.objects.filter(project=tau_project, task__external_id="0").delete()

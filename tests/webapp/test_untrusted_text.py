@@ -42,14 +42,14 @@ def assert_escaped(body: str):
 
 
 def test_it_escapes_content_tool_arguments_and_tool_names_on_the_detail_page(client_for, hostile):
-    body = client_for("annotator").get(f"/trajectories/{hostile.pk}/").content.decode()
+    body = client_for("reviewer").get(f"/trajectories/{hostile.pk}/").content.decode()
     assert_escaped(body)
     assert "tool&lt;script&gt;" in body  # the tool name, as text
     assert "&lt;img src=x onerror=" in body  # an argument key, as text
 
 
 def test_it_escapes_the_list_the_home_page_and_the_project_page(client_for, hostile):
-    client = client_for("annotator")
+    client = client_for("reviewer")
     for url in ("/", "/trajectories/", f"/projects/{hostile.project.slug}/", "/trajectories/?q=%3Cscript%3E"):
         body = client.get(url).content.decode()
         assert "<script>alert" not in body and "<img src=x" not in body, url

@@ -19,6 +19,7 @@ from webapp.annotation.services.drafts import draft_for
 from webapp.annotation.services.revisions import Target, draft_key, find_annotation, model_fields
 from webapp.jobs.models import StepCritique
 from webapp.trajectories import detail
+from webapp.trajectories.access import visible_step_indices
 from webapp.trajectories.models import Trajectory
 
 DIFF_FIELDS = ("predicted_future", "predicted_outcome", "verdict", "reasoning", "suggestion", "refined_content",
@@ -41,6 +42,7 @@ class StripCell:
     model: str
     human: str
     current: bool
+    readable: bool = True  # a link to the step page (an annotator opens only their queues' steps)
 
     @property
     def disagree(self) -> bool:
@@ -110,6 +112,10 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
     start = draft.fields if draft else (head.fields() if head else original)
     # A draft keeps the revision it was typed on: if that is stale, saving it shows the conflict.
     base_revision_id = draft.base_revision_id if draft else (head.pk if head else None)
+    readable = visible_step_indices(user, trajectory)  # None: every step
+    strip = verdict_strip(trajectory, step_index, _step_indices(base), None if sees_all else user)
+    for cell in strip:
+        cell.readable = readable is None or cell.step_index in readable
     return {
         **base,
         "step_index": step_index,
@@ -122,7 +128,7 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
                         .order_by("-id")[:50]),
         "refinements": [(r, refined_action_view(r.record)) for r in trajectory.refinements.filter(
             step_index=step_index).select_related("job", "checkpoint").order_by("-id")[:50]],
-        "strip": verdict_strip(trajectory, step_index, _step_indices(base), None if sees_all else user),
+        "strip": strip,
         "notes": list(trajectory.notes.filter(deleted_at=None).filter(
             Q(step_index=None) | Q(step_index=step_index)).order_by("id")[:100]),
         "chosen": chosen,
@@ -138,8 +144,8 @@ def context(user, trajectory: Trajectory, step_index: int, *, critique_id: int |
         "diff_parent": (field_diffs(head.parent.fields(), head.fields(), DIFF_FIELDS)
                         if head and head.parent_id else []),
         "queue_item": queue_item,
-        "prev_step": _neighbour(base, step_index, -1),
-        "next_step": _neighbour(base, step_index, +1),
+        "prev_step": _neighbour(base, step_index, -1, readable),
+        "next_step": _neighbour(base, step_index, +1, readable),
         "text_fields": TEXT_FIELDS,
         "fields": FIELDS,
     }
@@ -150,8 +156,9 @@ def _step_indices(base) -> list[int]:
     return sorted(v.message.step_index for v in base["steps"])
 
 
-def _neighbour(base, step_index: int, direction: int) -> int | None:
-    indices = _step_indices(base)
+def _neighbour(base, step_index: int, direction: int, readable: frozenset[int] | None) -> int | None:
+    """The next step (j) or the previous one (k) that the user may open."""
+    indices = [i for i in _step_indices(base) if readable is None or i in readable]
     before = [i for i in indices if i < step_index]
     after = [i for i in indices if i > step_index]
     if direction < 0:

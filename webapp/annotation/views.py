@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -114,7 +115,7 @@ def _render_step(request, trajectory, step_index, *, status=200, partial=None, e
 
 @require_GET
 def annotate_step(request, pk: int, step_index: int):
-    trajectory = trajectory_access.get_trajectory(request.user, pk)
+    trajectory = trajectory_access.get_step(request.user, pk, step_index)
     if not trajectory.messages.filter(step_index=step_index).exists():
         raise Http404(f"trajectory {pk} has no agent step {step_index}")
     item = _queue_item(request, pk, step_index, request.GET.get("queue_item"))
@@ -147,7 +148,7 @@ def _stash_and_login(request, pk: int, step_index: int):
 def save_revision(request, pk: int, step_index: int):
     if not request.user.is_authenticated:
         return _stash_and_login(request, pk, step_index)
-    trajectory = trajectory_access.get_trajectory(request.user, pk)
+    trajectory = access.get_step_to_annotate(request.user, pk, step_index)
     form = RevisionForm(request.POST)
     valid = form.is_valid()
     data = form.cleaned_data
@@ -204,8 +205,7 @@ def _conflict_context(conflict: Conflict, mine: dict) -> dict:
 def keep_draft(request, pk: int, step_index: int):
     if not request.user.is_authenticated:
         return _stash_and_login(request, pk, step_index)
-    trajectory = trajectory_access.get_trajectory(request.user, pk)
-    require(access.can_annotate_step(request.user, pk, step_index))
+    trajectory = access.get_step_to_annotate(request.user, pk, step_index)
     target, found = _target(request, trajectory, step_index, _id(request.POST.get("critique")),
                             _id(request.POST.get("annotation")))
     if found is not None:
@@ -382,8 +382,8 @@ def review_annotation(request, pk: int):
 
 @require_http_methods(["GET", "POST"])
 def import_notes(request, slug: str):
-    project = trajectory_access.get_project(request.user, slug)
     require(access.can_create_queue(request.user))
+    project = trajectory_access.get_project(request.user, slug)
     form = NotesUploadForm(request.POST or None, request.FILES or None)
     status = 200
     if request.method == "POST" and form.is_valid():
@@ -395,7 +395,11 @@ def import_notes(request, slug: str):
             form.add_error("file", f"Nothing was imported: {error}")
             status = 400
         else:
-            flash.success(request, f"Imported {result.n_notes} notes on {result.n_trajectories} trajectories.")
+            n, m, k = result.n_notes, result.n_trajectories, result.n_already
+            text = f"Imported {n} note{pluralize(n)} on {m} {'trajectory' if m == 1 else 'trajectories'}"
+            if k:
+                text += f"; {k} {'was' if k == 1 else 'were'} already imported"
+            (flash.success if n else flash.info)(request, text + ".")
             return redirect("project_detail", project.slug)
     elif request.method == "POST":
         status = 400

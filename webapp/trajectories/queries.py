@@ -44,9 +44,10 @@ class Page:
     count_capped: bool
 
 
-def filtered(params: dict[str, Any]) -> QuerySet[Trajectory]:
-    """Apply the validated filter form's cleaned data."""
-    qs = Trajectory.objects.all()
+def filtered(params: dict[str, Any], base: QuerySet[Trajectory] | None = None) -> QuerySet[Trajectory]:
+    """Apply the validated filter form's cleaned data to ``base`` (what the user may read: pass
+    ``access.visible_trajectories(user)``; jobs select from every trajectory)."""
+    qs = Trajectory.objects.all() if base is None else base
     if params.get("project"):
         qs = qs.filter(project=params["project"])
     if params.get("task"):
@@ -100,10 +101,11 @@ def _after(field: str, desc: bool, value: Any, last_id: int) -> Q:
             | Q(**{f"{field}__isnull": True}))
 
 
-def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None) -> Page:
+def page(params: dict[str, Any], sort: str = "newest", cursor: str | None = None, *,
+         base: QuerySet[Trajectory] | None = None) -> Page:
     sort = sort if sort in SORTS else "newest"
     field, desc = SORTS[sort]
-    qs = filtered(params)
+    qs = filtered(params, base)
     if params.get("q"):
         count = qs.order_by()[: SEARCH_COUNT_CAP + 1].count()
         capped = count > SEARCH_COUNT_CAP
@@ -135,10 +137,14 @@ def _with_meta(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def facet_values(project: Project | None, fields: tuple[str, ...]) -> dict[str, list[str]]:
+def facet_values(project: Project | None, fields: tuple[str, ...],
+                 projects: QuerySet[Project] | None = None) -> dict[str, list[str]]:
     """Filter choices per field, from the cached per-project facets (never a DISTINCT scan
-    per request): one project's, or the union over all projects in one query."""
-    projects = [project] if project is not None else Project.objects.only("facets")
+    per request): one project's, or the union over ``projects`` (the ones the user reads) in one query."""
+    if project is None:
+        projects = (Project.objects.all() if projects is None else projects).only("facets")
+    else:
+        projects = [project]
     chosen: dict[str, set[str]] = {f: set() for f in fields}
     for p in projects:
         for f in fields:

@@ -17,11 +17,10 @@ from webapp.trajectories.services.uploads import do_receive_upload
 
 
 def home(request):
-    access.require_browse(request.user)
-    return render(request, "trajectories/home.html", {
-        "projects": Project.objects.all(),
-        "recent_imports": ImportBatch.objects.select_related("project", "created_by")[:10],
-    })
+    projects = access.visible_projects(request.user)
+    imports = ImportBatch.objects.select_related("project", "created_by") if access.reads_everything(request.user) \
+        else ImportBatch.objects.none()  # an annotator reads their queues' trajectories, not the import log
+    return render(request, "trajectories/home.html", {"projects": projects, "recent_imports": imports[:10]})
 
 
 def _list_context(request, project: Project | None = None) -> dict:
@@ -29,16 +28,18 @@ def _list_context(request, project: Project | None = None) -> dict:
     if project is not None:
         data["project"] = project.slug
     form = TrajectoryFilterForm(data)
+    form.fields["project"].queryset = projects = access.visible_projects(request.user)
     form.is_valid()
     params = form.cleaned_data  # the valid filters; invalid ones are reported and ignored
     sort = params.get("sort") or "newest"
-    result = queries.page(params, sort, params.get("cursor") or None)
+    result = queries.page(params, sort, params.get("cursor") or None,
+                          base=access.visible_trajectories(request.user))
     keep = {k: v for k, v in request.GET.items() if k != "cursor" and v}
     if project is not None:
         keep.pop("project", None)
     next_url = f"?{urlencode({**keep, 'cursor': result.next_cursor})}" if result.next_cursor else None
     chosen = params.get("project") or project
-    facets = queries.facet_values(chosen, ("source_model", "termination_reason"))
+    facets = queries.facet_values(chosen, ("source_model", "termination_reason"), projects)
     return {
         "form": form,
         "page": result,
@@ -52,7 +53,6 @@ def _list_context(request, project: Project | None = None) -> dict:
 
 
 def trajectory_list(request):
-    access.require_browse(request.user)
     context = _list_context(request)
     if request.htmx and not request.htmx.boosted:
         return render(request, "trajectories/list.html#results", context)
@@ -69,7 +69,9 @@ def project_detail(request, slug: str):
 
 def trajectory_detail(request, pk: int):
     trajectory = access.get_trajectory(request.user, pk)
-    return render(request, "trajectories/detail.html", detail.context(trajectory))
+    context = detail.context(trajectory)
+    context["step_links"] = access.visible_step_indices(request.user, trajectory)  # None: every step
+    return render(request, "trajectories/detail.html", context)
 
 
 @require_http_methods(["GET", "POST"])

@@ -94,7 +94,7 @@ def test_it_stores_a_refined_tool_call_and_renders_it_escaped(client_for, trajec
 
 def test_it_escapes_hostile_model_critique_text(client_for, trajectory):
     add_critique(trajectory, 0, future=HOSTILE)
-    page = client_for("annotator").get(url(trajectory, 0)).content.decode()
+    page = client_for("reviewer").get(url(trajectory, 0)).content.decode()
     assert "<script>alert" not in page and "&lt;script&gt;" in page
 
 
@@ -152,7 +152,7 @@ def test_it_shows_bellman_targets_and_refined_actions_rendered_like_actions(clie
     StepRefinement.objects.create(trajectory=trajectory, step_index=1, job=job, critique=critiques[1], valid=True,
                                   changed=True, checkpoint=checkpoint, prompt_id="refine@2222",
                                   record={"refined_action": action, "provenance": {"sampling": {"top_p": 0.9}}})
-    page = client_for("annotator").get(url(trajectory, 1)).content.decode()
+    page = client_for("reviewer").get(url(trajectory, 1)).content.decode()
     assert "the user is refused and leaves" in page and "bellman@1111" in page and "critic-7" in page
     assert "<code>get_reservation_details</code>" in page
     assert "&quot;id&quot;: &quot;&lt;b&gt;X1&lt;/b&gt;&quot;" in page

@@ -96,5 +96,10 @@ def test_it_shows_lineage_from_the_checkpoint_and_from_the_revision(project, gol
     record = snapshot.records.filter(source="gold").first()
     history = client.get(f"/annotations/{record.revision.annotation_id}/").content.decode()
     assert "critic gold v1" in history and "critic-v1" in history
+    # an annotator reads a history only of a step in one of their queues, and never the lineage
+    assert client_for("annotator").get(f"/annotations/{record.revision.annotation_id}/").status_code == 404
+    from webapp.annotation.services.queues import QueueSpec, check_create_queue
+
+    check_create_queue(personas["researcher"], "all steps", project, QueueSpec(), 1, [personas["annotator"]])
     as_annotator = client_for("annotator").get(f"/annotations/{record.revision.annotation_id}/")
     assert as_annotator.status_code == 200 and "Used in" not in as_annotator.content.decode()

@@ -119,10 +119,10 @@ def test_it_shows_critiques_on_their_steps_escaped_with_job_and_checkpoint(clien
                                 verdict="harmful", success_prob=0.2, parse_ok=True, prompt_id="evaluator@1234",
                                 record={"predicted_future": "<script>alert(1)</script> the user leaves",
                                         "reasoning": "no confirmation", "suggestion": "ask first"})
-    page = client_for("annotator").get(f"/trajectories/{trajectory.pk}/").content.decode()
+    page = client_for("reviewer").get(f"/trajectories/{trajectory.pk}/").content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt; the user leaves" in page and "<script>alert(1)" not in page
     assert "harmful" in page and "critic-1" in page and f"job {job.pk}" in page
-    assert "/jobs/new/critique/" not in page  # annotators see critiques, not the launch button
+    assert "/jobs/new/critique/" not in page  # non-researchers see critiques, not the launch button
     page = client_for("researcher").get(f"/trajectories/{trajectory.pk}/").content.decode()
     assert f'href="/jobs/{job.pk}/"' in page and f"/jobs/new/critique/?trajectory={trajectory.pk}" in page
 
