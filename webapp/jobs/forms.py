@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl
 
 from django import forms
 
+from webapp.jobs import endpoints
 from webapp.jobs.configs import BACKENDS, CRITIQUE_MODES, ENVS, KINDS, MAX_ITEMS
 from webapp.jobs.models import Checkpoint
 
@@ -34,7 +35,8 @@ class LaunchForm(forms.Form):
     checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
                                         empty_label="embedded SmolLM2-135M-Instruct")
     endpoint_model = forms.CharField(required=False, max_length=200, label="Endpoint model (openai)")
-    base_url = forms.CharField(required=False, max_length=500, label="Endpoint URL (openai)")
+    endpoint = forms.ChoiceField(required=False, label="Endpoint (openai)",
+                                 help_text="one of the endpoints the admin configured (NLAC_OPENAI_ENDPOINTS)")
     batch_size = forms.IntegerField(initial=16, min_value=1, max_value=1024)
 
     def __init__(self, *args, **kwargs) -> None:
@@ -42,9 +44,11 @@ class LaunchForm(forms.Form):
         if not self.SELECTION:
             del self.fields["trajectory_ids"], self.fields["filter"]
         if not self.MODEL:
-            for name in ("backend", "checkpoint", "endpoint_model", "base_url", "batch_size"):
+            for name in ("backend", "checkpoint", "endpoint_model", "endpoint", "batch_size"):
                 if name not in self.KEEP:
                     del self.fields[name]
+        if "endpoint" in self.fields:  # read now: the admin's list, as this process has it
+            self.fields["endpoint"].choices = [("", "–"), *((n, n) for n in endpoints.names())]
 
     def clean_trajectory_ids(self) -> list[int]:
         raw = self.cleaned_data.get("trajectory_ids") or ""

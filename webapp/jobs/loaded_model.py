@@ -1,6 +1,6 @@
 """The model a worker process keeps loaded between jobs: one at a time (one per GPU worker).
 
-A job asks for (backend, checkpoint path or endpoint); the same pair reuses the
+A job asks for (backend, checkpoint path or configured endpoint); the same pair reuses the
 loaded instance, another evicts it first (``close()`` frees the GPU memory).
 Tests swap in a fake backend with ``override``.
 """
@@ -12,7 +12,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from webapp.jobs.configs import ModelChoice
+from webapp.jobs import endpoints
+from webapp.jobs.configs import ConfigError, ModelChoice
+from webapp.jobs.endpoints import Endpoint
 from webapp.jobs.models import Checkpoint
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,8 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
     if _override is not None:
         return _override(config, checkpoint)
     if config.backend == "openai":
-        key: tuple = ("openai", config.base_url, config.endpoint_model)
+        endpoint = _endpoint(config)
+        key: tuple = ("openai", endpoint, config.endpoint_model)
     else:
         assert checkpoint is not None, "hf and vllm jobs run a registered checkpoint"
         key = (config.backend, checkpoint.path)
@@ -47,7 +50,8 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
             from nlac_core.backends import get_backend
 
             if config.backend == "openai":
-                backend = get_backend("openai", model=config.endpoint_model, base_url=config.base_url)
+                backend = get_backend("openai", model=config.endpoint_model, base_url=endpoint.base_url,
+                                      api_key=endpoint.api_key())
             else:
                 backend = get_backend(config.backend, model=checkpoint.path)
             loads += 1
@@ -56,6 +60,15 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
     if hasattr(backend, "batch_size"):
         backend.batch_size = config.batch_size
     return backend
+
+
+def _endpoint(config: ModelChoice) -> Endpoint:
+    """The configured endpoint the job names, looked up now: the base URL and the key variable come from the
+    admin's list on this worker, never from the job's row (an endpoint removed since the launch fails the job)."""
+    found = endpoints.configured().get(config.endpoint)
+    if found is None:
+        raise ConfigError("endpoint", f"{config.endpoint!r} is not a configured endpoint on this worker")
+    return found
 
 
 def extra_backend(config: ModelChoice, checkpoint: Checkpoint) -> Any:

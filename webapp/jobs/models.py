@@ -66,7 +66,12 @@ class Job(models.Model):
     checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # the current (last) attempt's start
+    # The first attempt's start: a reap or a retry starts the job again, but how long it has been at it is kept.
+    first_started_at = models.DateTimeField(null=True, blank=True)
+    # When its id was last handed to the broker (null: not yet, or the broker could not be reached). The reaper
+    # sends a job again that stayed queued past NLAC_JOB_RESEND_AFTER_S: a message lost in a Redis restart.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

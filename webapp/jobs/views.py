@@ -55,15 +55,19 @@ def job_launch(request, kind: str):
         raise Http404(f"no job kind {kind!r}")
     if request.method == "POST":
         form = form_class(request.POST)
+        status = 400
         if form.is_valid():
             try:
-                job = lifecycle.check_create_job(request.user, kind, form.config(), form.selection())
+                job = lifecycle.check_launch_job(request.user, kind, form.config(), form.selection())
             except ConfigError as exc:
                 form.add_error(form.field_for(exc.field), f"{exc.field}: {exc.message}")
+            except lifecycle.BrokerUnavailable as exc:
+                form.add_error(None, str(exc))
+                status = 503
             else:
                 flash.success(request, f"Job {job.pk} ({kind}) queued.")
                 return redirect("job_detail", pk=job.pk)
-        return render(request, "jobs/launch.html", {"form": form, "kind": kind}, status=400)
+        return render(request, "jobs/launch.html", {"form": form, "kind": kind}, status=status)
     initial = {}
     carried = {k: v for k, v in request.GET.items() if k in FILTER_KEYS and v}
     if carried:
@@ -118,7 +122,11 @@ def job_retry(request, pk: int):
         flash.error(request, f"Job {job.pk} is {job.status}: only failed or cancelled jobs can be retried.")
         return redirect("job_detail", pk=job.pk)
     lifecycle.do_retry(job)
-    flash.success(request, f"Job {job.pk} queued again; what it had finished is kept.")
+    if getattr(job, "send_error", ""):
+        flash.warning(request, f"Job {job.pk} is queued again, but the job queue (the Redis broker) cannot be "
+                               "reached now; it is sent automatically once the queue is back.")
+    else:
+        flash.success(request, f"Job {job.pk} queued again; what it had finished is kept.")
     return redirect("job_detail", pk=job.pk)
 
 

@@ -15,7 +15,8 @@ def run_job(job_id: int) -> str:
 
 @shared_task(base=DjangoTask, name="workers.tasks.jobs.reap_jobs", ignore_result=True)
 def reap_jobs() -> list[int]:
-    """Re-queue jobs whose lease expired; Celery beat runs this every NLAC_REAP_EVERY_S seconds."""
+    """Re-queue jobs whose lease expired and send again queued jobs whose message may be lost; Celery beat runs
+    this every NLAC_REAP_EVERY_S seconds."""
     from webapp.jobs.services.lifecycle import do_reap
 
     return do_reap()

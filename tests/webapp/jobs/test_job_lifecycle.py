@@ -29,7 +29,7 @@ def test_it_stores_a_validated_config_and_enqueues_only_after_commit(tau_project
                                          {"trajectory_ids": ids})
         assert sent == []  # nothing reaches the broker before the row is committed
     assert sent == [job.pk]
-    assert job.status == Job.QUEUED and job.queue == "gpu" and job.config_version == 1
+    assert job.status == Job.QUEUED and job.queue == "gpu" and job.config_version == 2  # v2: a named endpoint
     assert job.config["k"] == 2 and job.config["mode"] == "sectioned" and job.selection["trajectory_ids"] == ids
     assert job.created_by == personas["researcher"]
 

@@ -5,6 +5,11 @@ worker and the reaper) never both own a job: a claim succeeds only on a queued
 row, a lease renews and a finish lands only while the row still names this
 worker as its owner. A worker that lost its lease (reaped after a stall) sees
 its next renewal fail and stops; the new owner finishes the work.
+
+The broker only rings the bell. A job whose id never reached it (Redis down at
+launch) or whose message it lost (a restart without persistence) stays queued
+in the row, and the reaper sends it again; a duplicate message is harmless,
+since only the conditional claim starts a job.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import DateTimeField, F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from webapp.jobs.configs import ConfigError, JobConfig, config_class
@@ -36,6 +42,14 @@ def lease_seconds() -> int:
 
 def max_attempts() -> int:
     return int(getattr(settings, "NLAC_JOB_MAX_ATTEMPTS", 5))
+
+
+def resend_after_seconds() -> int:
+    return int(getattr(settings, "NLAC_JOB_RESEND_AFTER_S", 300))
+
+
+class BrokerUnavailable(Exception):
+    """A launch could not reach the job queue (Redis): the job was withdrawn, nothing runs; try again later."""
 
 
 def worker_name() -> str:
@@ -100,12 +114,43 @@ def do_create_job(user, config: JobConfig, selection: Selection, checkpoint: Che
     return job
 
 
+def check_launch_job(user, kind: str, config_data: dict[str, Any], selection_data: dict[str, Any] | None = None) -> Job:
+    """A researcher's launch (page or API): ``check_create_job``, but a job whose id could not be handed to the
+    broker is withdrawn and BrokerUnavailable says so, so the answer is "nothing launched, try again" and no
+    row is left behind. A row a re-send got through meanwhile (sent, or already claimed) is kept and returned."""
+    job = check_create_job(user, kind, config_data, selection_data)
+    error = getattr(job, "send_error", "")
+    if error and Job.objects.filter(pk=job.pk, status=Job.QUEUED, attempts=0, enqueued_at__isnull=True).delete()[0]:
+        log_path(job).unlink(missing_ok=True)
+        raise BrokerUnavailable(f"The job queue (the Redis broker) cannot be reached ({error}): no {kind} job was "
+                                "launched; try again once it is back.")
+    return job
+
+
 def enqueue(job: Job) -> None:
-    """Send the job's id to its queue once the surrounding transaction commits."""
+    """Send the job's id to its queue once the surrounding transaction commits (no task runs against an
+    uncommitted row). Never raises for a broker that cannot be reached: ``job.send_error`` says what happened,
+    the row stays queued without a send time, and the reaper sends it again."""
+    transaction.on_commit(lambda: _send(job))
+
+
+def _send(job: Job) -> bool:
+    from kombu.exceptions import OperationalError
+
     from workers.tasks.jobs import run_job
 
     queue = getattr(settings, "NLAC_JOB_QUEUES", {}).get(job.queue, job.queue)  # tests route to their own worker
-    run_job.apply_async_on_commit(args=[job.pk], queue=queue)
+    try:
+        run_job.apply_async(args=[job.pk], queue=queue)
+    except (OperationalError, OSError) as exc:
+        job.send_error = str(exc) or type(exc).__name__
+        log.warning("job %s: not sent to queue %s: %s", job.pk, queue, job.send_error)
+        append_log(job.pk, f"not sent to the job queue ({job.send_error}); the reaper sends it once the queue "
+                           "is back")
+        return False
+    job.send_error = ""
+    Job.objects.filter(pk=job.pk).update(enqueued_at=timezone.now())
+    return True
 
 
 # -- owning ----------------------------------------------------------------------------------------------------
@@ -116,7 +161,8 @@ def claim(job_id: int, worker: str) -> Job | None:
     now = timezone.now()
     changed = Job.objects.filter(pk=job_id, status=Job.QUEUED, cancel_requested=False).update(
         status=Job.RUNNING, worker=worker, attempts=F("attempts") + 1, heartbeat_at=now,
-        lease_expires_at=now + timedelta(seconds=lease_seconds()), started_at=now, error="", traceback="")
+        lease_expires_at=now + timedelta(seconds=lease_seconds()), started_at=now, error="", traceback="",
+        first_started_at=Coalesce("first_started_at", Value(now, output_field=DateTimeField())))
     if changed != 1:
         _cancel_if_requested(job_id)
         return None
@@ -166,7 +212,7 @@ def wake_parent(job: Job) -> None:
     if job.parent_id is None:
         return
     with transaction.atomic():
-        if Job.objects.filter(pk=job.parent_id, status=Job.WAITING).update(status=Job.QUEUED):
+        if Job.objects.filter(pk=job.parent_id, status=Job.WAITING).update(status=Job.QUEUED, enqueued_at=None):
             enqueue(Job.objects.get(pk=job.parent_id))
 
 
@@ -192,7 +238,8 @@ def do_retry(job: Job) -> Job:
     """A failed or cancelled job runs again; what it finished is kept and skipped."""
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status__in=(Job.FAILED, Job.CANCELLED)).update(
-            status=Job.QUEUED, cancel_requested=False, worker="", error="", traceback="", finished_at=None)
+            status=Job.QUEUED, cancel_requested=False, worker="", error="", traceback="", finished_at=None,
+            enqueued_at=None)
         if changed:
             enqueue(job)
     job.refresh_from_db()
@@ -200,9 +247,10 @@ def do_retry(job: Job) -> Job:
 
 
 def do_reap(now=None) -> list[int]:
-    """Re-queue running jobs whose lease expired (their worker died or hung); returns their ids."""
+    """Send again queued jobs whose message may be lost, re-queue running jobs whose lease expired (their
+    worker died or hung), wake parents nobody woke; returns the ids sent to the queue."""
     now = now or timezone.now()
-    reaped = []
+    reaped = resend_lost(now)
     stale = Job.objects.filter(status=Job.RUNNING, lease_expires_at__lt=now).only("pk", "queue", "worker", "attempts")
     for job in stale:
         with transaction.atomic():
@@ -213,7 +261,7 @@ def do_reap(now=None) -> list[int]:
                                      "(killed, out of memory, or hung); retry to run it again"):
                     append_log(job.pk, f"lease of {job.worker} expired after {job.attempts} attempts: failed")
                 continue
-            if mine.update(status=Job.QUEUED, worker="", lease_expires_at=None):
+            if mine.update(status=Job.QUEUED, worker="", lease_expires_at=None, enqueued_at=None):
                 append_log(job.pk, f"lease of {job.worker} expired: re-queued by the reaper")
                 enqueue(job)
                 reaped.append(job.pk)
@@ -221,12 +269,32 @@ def do_reap(now=None) -> list[int]:
     for parent in Job.objects.filter(status=Job.WAITING).exclude(children__status__in=(Job.QUEUED, Job.RUNNING,
                                                                                        Job.WAITING)):
         with transaction.atomic():
-            if Job.objects.filter(pk=parent.pk, status=Job.WAITING).update(status=Job.QUEUED):
+            if Job.objects.filter(pk=parent.pk, status=Job.WAITING).update(status=Job.QUEUED, enqueued_at=None):
                 enqueue(parent)
                 reaped.append(parent.pk)
     if reaped:
         log.warning("reaped jobs %s", reaped)
     return reaped
+
+
+def resend_lost(now=None) -> list[int]:
+    """Queued jobs never handed to the broker (it was down), or handed over longer than NLAC_JOB_RESEND_AFTER_S
+    ago and still not claimed (the message may have died with a Redis restart; a parent's waiting child too):
+    sent again. A job that was only waiting its turn gets a duplicate message, which its claim ignores. Stops at
+    the first send that fails: the broker is still down, the next round tries again."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=resend_after_seconds())
+    resent = []
+    lost = Job.objects.filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=cutoff), status=Job.QUEUED)
+    for job in lost.only("pk", "queue", "enqueued_at").order_by("id"):
+        enqueue(job)
+        if getattr(job, "send_error", ""):
+            break
+        append_log(job.pk, "never reached the job queue: sent by the reaper" if job.enqueued_at is None else
+                   f"still queued {int((now - job.enqueued_at).total_seconds())} s after it was sent: sent again "
+                   "(a message lost in a broker restart is replaced; a duplicate is ignored)")
+        resent.append(job.pk)
+    return resent
 
 
 # -- the log -----------------------------------------------------------------------------------------------------
