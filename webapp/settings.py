@@ -5,6 +5,7 @@ SQLite under var/, Redis started by ``make run``, the embedded model under var/m
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -50,6 +51,8 @@ INSTALLED_APPS = [
     "webapp.datasets",
     "webapp.api",
     "ninja",
+    "csp",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -63,6 +66,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login attempt into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -99,6 +105,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# django-axes first: it refuses a locked-out username+address before the password is even checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -164,3 +172,69 @@ if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True
     X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# -- Production hardening ---------------------------------------------------------------------------------------
+# HTTPS settings come from the environment because `make run` and the tests serve plain http on 127.0.0.1, where
+# a redirect to https or a secure-only cookie would lock everyone out; deploy/env.example turns them all on.
+# A TLS-terminating proxy (nginx, a load balancer) talks plain http to gunicorn: NLAC_BEHIND_TLS_PROXY=1 trusts its
+# X-Forwarded-Proto header (the proxy must set it, overwriting what the client sent) so that Django knows the
+# request was https.
+if env_bool("NLAC_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+
+# Content-Security-Policy (django-csp): scripts, styles and everything else only from our own origin, so that a
+# script smuggled into a page (trajectory text is untrusted) cannot run. The pages carry no inline script, no
+# on*= handler, no style="" attribute; htmx is told not to inject its indicator <style> nor to eval
+# (templates/base.html). SVG charts are inline <svg> elements and need nothing. Nothing is relaxed anywhere: the
+# admin and ninja's Swagger page (static files, no inline script) pass as they are.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# Login throttling (django-axes): after NLAC_LOGIN_FAILURE_LIMIT failed logins for one username from one address,
+# that pair is refused (even with the right password) for NLAC_LOGIN_COOLOFF_MINUTES, or until an admin runs
+# `manage.py axes_reset_username NAME` (or `axes_reset`). Username+address, not username alone, so that a stranger
+# cannot lock a colleague out from elsewhere. A success clears the count. Attempts are rows in the database
+# (admin: Axes › Access attempts), so every web worker sees the same count.
+AXES_FAILURE_LIMIT = int(os.environ.get("NLAC_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("NLAC_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "webapp.login_throttle.lockout_response"  # templates/accounts/locked_out.html, 429
+# Behind the proxy every request comes from the proxy's address: the client's is the last X-Forwarded-For entry,
+# the one our proxy appended (earlier entries are whatever the client sent).
+AXES_CLIENT_IP_CALLABLE = "webapp.login_throttle.client_ip"
+
+# --- Jobs: broker outages and OpenAI-compatible endpoints (issue 16, defects 4 and 5) --------------------------
+# A broker that is down or hangs must not hold a web request: connect and read timeouts, and one publish retry
+# (a refused connection fails in well under a second, a silent host in about 2 x NLAC_BROKER_TIMEOUT_S).
+# A launch that cannot reach the broker answers 503 and leaves no job; every other send (a retry, a child job,
+# a reaped job) leaves the row queued, and the reaper sends it once the broker is back.
+NLAC_BROKER_TIMEOUT_S = float(os.environ.get("NLAC_BROKER_TIMEOUT_S", "3"))
+CELERY_BROKER_CONNECTION_TIMEOUT = NLAC_BROKER_TIMEOUT_S
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": NLAC_BROKER_TIMEOUT_S,
+                                   "socket_timeout": max(NLAC_BROKER_TIMEOUT_S, 3.0)}  # above BRPOP's 1 s poll
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+# A queued job whose message was sent this long ago and still not claimed is sent again by the reaper (a Redis
+# restart without persistence loses messages; a duplicate is ignored, since only the conditional claim starts a job).
+NLAC_JOB_RESEND_AFTER_S = int(os.environ.get("NLAC_JOB_RESEND_AFTER_S", "300"))
+# The OpenAI-compatible endpoints a job may name (the worker sends the key of the named variable there, so only
+# an admin chooses where): "NAME BASE_URL [KEY_VARIABLE]" entries separated by commas (webapp/jobs/endpoints.py).
+NLAC_OPENAI_ENDPOINTS = os.environ.get("NLAC_OPENAI_ENDPOINTS", "")

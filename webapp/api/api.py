@@ -14,32 +14,34 @@ from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
 from ninja import File, Form, NinjaAPI, Path, Query, Router, UploadedFile
-from ninja.security import HttpBearer, django_auth
+from ninja.errors import AuthenticationError
 from pydantic import Field
 
 from webapp.api import schemas as s
-from webapp.api.tokens import user_for
+from webapp.api.auth import SessionAuth, TokenAuth
+from webapp.api.docs_access import docs_login_required
 
 MAX_ID = s.MAX_ID
 Id = Annotated[int, Path(ge=1, le=MAX_ID, description="an id")]
 StepNo = Annotated[int, Path(ge=0, le=1_000_000, description="the step number among agent steps")]
 
 
-class TokenAuth(HttpBearer):
-    def authenticate(self, request, token: str):
-        user = user_for(token)
-        if user is not None:
-            request.user = user
-        return user
-
-
-api = NinjaAPI(title="NLAC Studio API", version="1", urls_namespace="api", auth=[TokenAuth(), django_auth],
+api = NinjaAPI(title="NLAC Studio API", version="1", urls_namespace="api", auth=[TokenAuth(), SessionAuth()],
+               docs_decorator=docs_login_required,  # schema and docs: a login (or a token for the schema)
                description="Trajectories and steps, imports, dataset snapshots and their exports, jobs, "
                            "checkpoints and evaluations. Same permissions as the web UI.")
 
 
 def _error(request, status: int, detail: str, field: str | None = None):
     return api.create_response(request, {"detail": detail, "field": field}, status=status)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request, exc):
+    """Reads and writes alike, whatever the method: no live token and no session."""
+    response = _error(request, 401, "authentication required: send Authorization: Bearer <token> (a live API token)")
+    response["WWW-Authenticate"] = "Bearer"
+    return response
 
 
 @api.exception_handler(PermissionDenied)
@@ -76,10 +78,8 @@ trajectories = Router(tags=["trajectories"])
 @trajectories.get("/projects", response={200: list[s.ProjectOut], **ERRORS})
 def list_projects(request):
     from webapp.trajectories import access
-    from webapp.trajectories.models import Project
 
-    access.require_browse(request.user)
-    return list(Project.objects.order_by("name")[:1000])
+    return list(access.visible_projects(request.user).order_by("name")[:1000])
 
 
 class TrajectoryFilter(s.Schema):
@@ -101,13 +101,14 @@ def list_trajectories(request, filters: Query[TrajectoryFilter]):
     from webapp.trajectories import access, queries
     from webapp.trajectories.forms import TrajectoryFilterForm
 
-    access.require_browse(request.user)
+    visible = access.visible_trajectories(request.user)
     raw = {k: v for k, v in filters.dict().items() if v not in ("", None) and k not in ("sort", "cursor")}
     form = TrajectoryFilterForm(raw)
+    form.fields["project"].queryset = access.visible_projects(request.user)
     if not form.is_valid():
         name, errors = next(iter(form.errors.items()))
         return _error(request, 400, f"{name}: {' '.join(errors)}", name)
-    page = queries.page(form.cleaned_data, filters.sort, filters.cursor or None)
+    page = queries.page(form.cleaned_data, filters.sort, filters.cursor or None, base=visible)
     return {"items": page.rows, "count": page.count, "count_capped": page.count_capped,
             "next_cursor": page.next_cursor}
 
@@ -133,7 +134,7 @@ def get_step(request, pk: Id, step_index: StepNo):
     """One agent step: its action, and every model critique, Bellman target and refinement of it."""
     from webapp.trajectories import access
 
-    t = access.get_trajectory(request.user, pk)
+    t = access.get_step(request.user, pk, step_index)
     action = t.messages.filter(step_index=step_index).first()
     if action is None:
         raise Http404(f"trajectory {t.pk} has no agent step {step_index} (it has {t.n_steps})")
@@ -365,7 +366,7 @@ def list_jobs(request, kind: str = Query("", max_length=40), status: str = Query
     return [_job(j) for j in rows[:limit]]
 
 
-@jobs.post("/jobs", response={201: s.JobOut, **ERRORS})
+@jobs.post("/jobs", response={201: s.JobOut, 503: s.Error, **ERRORS})
 def create_job(request, payload: s.JobIn):
     """Any job kind the UI launches, with its config (validated per kind) and selection. Builds, exports and
     imports are started by their own endpoints (they own a snapshot, an export, an uploaded file)."""
@@ -377,7 +378,11 @@ def create_job(request, payload: s.JobIn):
         endpoint = {"build-snapshot": "POST /api/datasets/{id}/build", "import": "POST /api/imports",
                     "export-snapshot": "POST /api/snapshots/{id}/exports"}[payload.kind]
         return _error(request, 400, f"kind: {payload.kind} jobs are started by {endpoint}", "kind")
-    return 201, _job(lifecycle.check_create_job(request.user, payload.kind, payload.config, payload.selection))
+    try:
+        job = lifecycle.check_launch_job(request.user, payload.kind, payload.config, payload.selection)
+    except lifecycle.BrokerUnavailable as exc:  # nothing was launched: safe to send again later
+        return _error(request, 503, str(exc))
+    return 201, _job(job)
 
 
 @jobs.get("/jobs/{pk}", response={200: s.JobOut, **ERRORS})
