@@ -281,7 +281,9 @@ class TrainCriticJob(JobConfig):
 @dataclass(frozen=True)
 class RefineJob(ModelChoice):
     """Refined actions for the selected steps that have a critique (the newest, or those of ``critique_job``),
-    m rounds each; every round is checked against the step's action format."""
+    m rounds each; every round is checked against the step's action format. Only what the critique says to
+    change is refined: a step judged optimal keeps its action (unless ``refine_optimal``), and the step that
+    won its episode always does."""
 
     KIND: ClassVar[str] = "refine"
     critique_job: int | None = None
@@ -290,12 +292,15 @@ class RefineJob(ModelChoice):
     seed: int = 0
     chunk_size: int = 8
     max_state_chars: int = 2000
+    refine_optimal: bool = False
 
     def validate(self) -> None:
         super().validate()
         if self.critique_job is not None:
             _int("critique_job", self.critique_job, 1, 2**62)
         _int("rounds", self.rounds, 1, 8)
+        if not isinstance(self.refine_optimal, bool):
+            raise ConfigError("refine_optimal", "expected true or false")
         _check_step_work(self)
 
 

@@ -179,6 +179,8 @@ class RefineForm(LaunchForm):
     temperature = forms.FloatField(initial=0.0, min_value=0.0, max_value=2.0)
     seed = forms.IntegerField(initial=0, min_value=0)
     chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256)
+    refine_optimal = forms.BooleanField(required=False, label="Also rewrite steps the critique judged optimal",
+                                        help_text="by default they keep their action (no refine call)")
 
 
 class DistillPolicyForm(TrainCriticForm):

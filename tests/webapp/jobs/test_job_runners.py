@@ -248,11 +248,22 @@ def test_it_refines_critiqued_steps_checking_the_action_format(tau_project, pers
         critiqued = critique_job(tau_project, personas["researcher"], n=3)
         assert execute(critiqued.pk, "w:1") == Job.SUCCEEDED
         ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:4])  # one not critiqued
-        job = lifecycle.check_create_job(personas["researcher"], "refine", {"chunk_size": 2},
+        # the scripted critic ties every verdict, so "optimal" wins: refine those steps anyway here
+        job = lifecycle.check_create_job(personas["researcher"], "refine", {"chunk_size": 2, "refine_optimal": True},
                                          {"trajectory_ids": ids})
         assert execute(job.pk, "w:1") == Job.SUCCEEDED
+        kept = lifecycle.check_create_job(personas["researcher"], "refine", {"chunk_size": 2},
+                                          {"trajectory_ids": ids})
+        assert execute(kept.pk, "w:1") == Job.SUCCEEDED
     finally:
         loaded_model.override(None)
+    kept.refresh_from_db()
+    assert {k: kept.outputs[k] for k in ("refined", "kept_optimal", "kept_won", "skipped_no_critique")} == {
+        "refined": 0, "kept_optimal": 3, "kept_won": 0,
+        "skipped_no_critique": sum(t.n_steps for t in tau_project.trajectories.filter(pk__in=ids)) - 3}
+    for r in StepRefinement.objects.filter(job=kept):  # the original action, marked kept, never rewritten
+        assert r.record["kept"] == "optimal" and r.record["refined_action"] == r.record["original_action"]
+        assert not r.changed
     rows = list(StepRefinement.objects.filter(job=job).select_related("critique", "trajectory"))
     assert len(rows) == 3 and {r.critique.job_id for r in rows} == {critiqued.pk}
     for r in rows:  # valid exactly where the trajectory's own tools include the one the refinement calls

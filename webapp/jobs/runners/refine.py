@@ -2,13 +2,18 @@
 
 Each step is refined from its newest critique (or the critique ``critique_job`` wrote), for m rounds; a
 round's text is checked against the step's action format (a tool call must name a known tool with JSON
-arguments; a 20 Questions action must be a yes/no question). Steps without a critique are counted and
-skipped. Like the other step jobs, a re-run writes only what is missing.
+arguments; a 20 Questions action must be a yes/no question). Only what the critique says to change is sent to
+the model: a step judged optimal keeps its action (``refine_optimal`` rewrites it anyway) and the step that won
+its episode always does; such a refinement is stored as the original action, marked kept. Steps without a
+critique are counted and skipped. Like the other step jobs, a re-run writes only what is missing.
 """
 
 from __future__ import annotations
 
+import collections
 from typing import Any
+
+from django.db.models import Sum
 
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RefineJob
@@ -51,7 +56,8 @@ def run_refine(ctx: JobContext) -> dict[str, Any]:
     checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
     ctx.use_checkpoint(checkpoint)
     backend = loaded_model.backend_for(config, checkpoint) if todo else None
-    core = RefineConfig(rounds=config.rounds, temperature=config.temperature, seed=config.seed)
+    core = RefineConfig(rounds=config.rounds, temperature=config.temperature, seed=config.seed,
+                        on_optimal="refine" if config.refine_optimal else "keep")
 
     def make_rows(chunk):
         refined = refine_steps(backend, [step for _, step, _ in chunk], [from_json(c.record) for _, _, c in chunk],
@@ -64,6 +70,10 @@ def run_refine(ctx: JobContext) -> dict[str, Any]:
 
     write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "refined")
     rows = StepRefinement.objects.filter(job=ctx.job)
+    kept = collections.Counter(r.get("kept") or "" for r in rows.values_list("record", flat=True))
+    selected = Trajectory.objects.filter(pk__in=ctx.selection.trajectory_ids).aggregate(n=Sum("n_steps"))["n"]
     return {"refinements": rows.count(), "valid": rows.filter(valid=True).count(),
             "changed": rows.filter(changed=True).count(), "steps": total,
+            "refined": kept[""], "kept_optimal": kept["optimal"], "kept_won": kept["won"],
+            "skipped_no_critique": max((selected or 0) - total, 0),
             "checkpoint": checkpoint.pk if checkpoint else None}
