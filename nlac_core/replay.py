@@ -71,6 +71,25 @@ def draw(fresh: Sequence[TrajectoryRecord], buffer: Iterable[TrajectoryRecord], 
     return Draw(_sample(fresh_steps, take_fresh, rng), _sample(old_steps, take_old, rng))
 
 
+def draw_trajectories(fresh_steps: int, candidates: Sequence[tuple[int, int]], config: ReplayConfig) -> list[int]:
+    """The same draw for a caller that selects whole stored trajectories (the web app's child jobs): ids of
+    ``candidates`` ((id, number of steps), compatible ones only, the fresh rollout left out) taken in a seeded
+    order until their steps cover the buffer's share of ``size``; sorted."""
+    if config.size == 0:
+        return []
+    want_old = config.size - min(fresh_steps, round(config.size * config.fresh_fraction))
+    order = sorted(candidates)
+    random.Random(config.seed).shuffle(order)
+    chosen, steps = [], 0
+    for pk, n in order:
+        if steps >= want_old:
+            break
+        if n > 0:
+            chosen.append(pk)
+            steps += n
+    return sorted(chosen)
+
+
 def _sample(steps: list[StepView], n: int, rng: random.Random) -> list[StepView]:
     """``n`` steps in their stored order (all of them when n covers them)."""
     if n >= len(steps):

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
+from nlac_core.ema import SCHEDULES
+
 BACKENDS = ("hf", "vllm", "openai")
 STEP_CHOICES = ("all", "first", "last")
 ENVS = ("twenty_questions", "math", "tool_use")
@@ -354,6 +356,12 @@ class NlacIterationJob(JobConfig):
     temperature: float = 0.7
     refine_rounds: int = 1
     tau: float = 0.05
+    target_schedule: str = "polyak"  # or "hard": the target copies the online weights every target_every updates
+    target_every: int = 1
+    # off-policy: the backup, critique and refine phases also take stored trajectories of the project (imported
+    # runs, earlier rollouts) drawn from the replay buffer, about replay_size transitions with fresh_fraction fresh
+    replay_size: int = 64
+    fresh_fraction: float = 0.5
     max_steps: int | None = 20
     learning_rate: float = 2e-5
     per_device_batch_size: int = 2
@@ -371,6 +379,10 @@ class NlacIterationJob(JobConfig):
                    temperature=self.temperature, seed=self.seed, project=self.project).validate()
         _int("refine_rounds", self.refine_rounds, 1, 8)
         _float("tau", self.tau, 0.0, 1.0)
+        _choice("target_schedule", self.target_schedule, SCHEDULES)
+        _int("target_every", self.target_every, 1, 1000)
+        _int("replay_size", self.replay_size, 0, MAX_ITEMS)
+        _float("fresh_fraction", self.fresh_fraction, 0.0, 1.0)
         TrainCriticJob(max_steps=self.max_steps, learning_rate=self.learning_rate, lora=self.lora,
                        per_device_batch_size=self.per_device_batch_size, max_length=self.max_length,
                        seed=self.seed, max_state_chars=self.max_state_chars).validate()

@@ -207,6 +207,13 @@ class NlacIterationForm(LaunchForm):
     temperature = forms.FloatField(initial=0.7, min_value=0.0, max_value=2.0, label="Rollout temperature")
     refine_rounds = forms.IntegerField(initial=1, min_value=1, max_value=8, label="m refinement rounds")
     tau = forms.FloatField(initial=0.05, min_value=0.0, max_value=1.0, label="EMA tau")
+    target_schedule = forms.ChoiceField(choices=[("polyak", "Polyak: average with tau each iteration"),
+                                                 ("hard", "hard copy every N iterations")], initial="polyak")
+    target_every = forms.IntegerField(initial=1, min_value=1, max_value=1000, label="N (hard copy)")
+    replay_size = forms.IntegerField(initial=64, min_value=0, max_value=MAX_ITEMS, label="Replay: transitions",
+                                     help_text="backed up per iteration, fresh and from the project's stored "
+                                               "trajectories (0: the fresh rollout alone)")
+    fresh_fraction = forms.FloatField(initial=0.5, min_value=0.0, max_value=1.0, label="Replay: fresh share")
     max_steps = forms.IntegerField(required=False, initial=20, min_value=1, label="SFT max steps")
     learning_rate = forms.FloatField(initial=2e-5, min_value=1e-8, max_value=1.0)
     per_device_batch_size = forms.IntegerField(initial=2, min_value=1, max_value=512, label="Batch size")

@@ -31,7 +31,8 @@ def stand_ins(monkeypatch, tau_project, tmp_path):
             if kind == "rollout":
                 for t in episodes:
                     Trajectory.objects.filter(pk=t.pk).update(meta={**t.meta, "job": ctx.job.pk})
-                return {"trajectories": 2, "success_rate": 0.5, "mean_reward": 0.5}
+                return {"trajectories": 2, "success_rate": 0.5, "mean_reward": 0.5,
+                        **({"project": tau_project.slug} if behaviour.get("project") else {})}
             if kind == "train-critic":
                 assert ctx.config.source == "nlac"
                 produced = Checkpoint.objects.create(name=f"nlac-{ctx.job.pk}", path=str(tmp_path / "trained"),
@@ -86,6 +87,34 @@ def test_it_runs_the_phases_as_child_jobs_in_order_and_registers_the_ema_twin(pe
     assert Checkpoint.objects.get(pk=parent.outputs["ema_target"]).ema_of == trained
     assert stand_ins["ema"][0][2:] == (trained.pk, 0.1)
     assert parent.outputs["rollout_success_rate"] == 0.5 and parent.progress_done == parent.progress_total
+
+
+@pytest.mark.parametrize("env, replayed", [("tool_use", True), ("twenty_questions", False)])
+def test_it_backs_up_trajectories_drawn_from_the_replay_buffer_beside_the_fresh_episodes(personas, stand_ins, sent,
+                                                                                         tau_project, env, replayed):
+    """The rollout's project holds the imported tau-bench run (offline data): a tool-use iteration draws from
+    it, a 20 Questions one cannot learn from an airline booking and draws nothing."""
+    stand_ins["project"] = True
+    parent = lifecycle.check_create_job(personas["researcher"], "nlac-iteration", {
+        "env": env, "replay_size": 40, "fresh_fraction": 0.25, "seed": 1})
+    drive(sent)
+    parent.refresh_from_db()
+    assert parent.status == Job.SUCCEEDED, parent.error
+    children = list(parent.children.order_by("id"))
+    fresh = set(Trajectory.objects.filter(meta__job=children[0].pk).values_list("pk", flat=True))
+    drawn = parent.outputs["replayed"]
+    assert bool(drawn) == replayed and not fresh & set(drawn)
+    if replayed:
+        fresh_steps = sum(Trajectory.objects.filter(pk__in=fresh).values_list("n_steps", flat=True))
+        steps = sum(Trajectory.objects.filter(pk__in=drawn).values_list("n_steps", flat=True))
+        assert steps >= 40 - min(fresh_steps, 10)  # the buffer's share of the 40 transitions, whole trajectories
+        assert all(set(drawn) <= set(c.selection["trajectory_ids"]) for c in children[1:])
+    assert all(fresh <= set(c.selection["trajectory_ids"]) for c in children[1:])
+    again = lifecycle.check_create_job(personas["researcher"], "nlac-iteration", {
+        "env": env, "replay_size": 40, "fresh_fraction": 0.25, "seed": 1})
+    drive(sent)
+    again.refresh_from_db()
+    assert again.outputs["replayed"] == drawn or not replayed  # the same seed draws the same transitions
 
 
 def test_it_fails_with_the_phase_that_failed_and_a_retry_picks_up_from_there(personas, stand_ins, sent):

@@ -28,6 +28,9 @@ class CheckpointLineage:
     annotators: list[str] = field(default_factory=list)
     ancestors: list[Checkpoint] = field(default_factory=list)
     evaluations: list[Job] = field(default_factory=list)
+    # an EMA target network: what it averages, [(name, weight, checkpoint or None)], heaviest first, and how
+    mixture: list[tuple[str, float, Checkpoint | None]] = field(default_factory=list)
+    schedule: str = ""
 
     @property
     def summary(self) -> str:
@@ -54,6 +57,7 @@ def checkpoint_lineage(checkpoint: Checkpoint) -> CheckpointLineage:
         parent = parent.parent
     out.evaluations = list(Job.objects.filter(checkpoint=checkpoint, kind__in=("evaluate-critic", "evaluate"),
                                               status=Job.SUCCEEDED).order_by("-id")[:20])
+    out.mixture, out.schedule = _mixture(checkpoint.manifest or {})
     snapshot_id = (job.config or {}).get("snapshot") if job is not None else None
     if snapshot_id:
         out.snapshot = Snapshot.objects.select_related("dataset").filter(pk=snapshot_id).first()
@@ -64,6 +68,20 @@ def checkpoint_lineage(checkpoint: Checkpoint) -> CheckpointLineage:
         out.revisions = gold.count()
         out.annotators = sorted({name for name in gold.values_list("author__username", flat=True) if name})
     return out
+
+
+def _mixture(manifest: dict) -> tuple[list[tuple[str, float, Checkpoint | None]], str]:
+    """The checkpoints an EMA target averages (``nlac_core.ema``'s manifest ``mixture``), named as registered."""
+    mixture = manifest.get("mixture")
+    if not isinstance(mixture, dict) or not mixture:
+        return [], ""
+    known = {c.path: c for c in Checkpoint.objects.filter(path__in=list(mixture))}
+    rows = sorted(((known[p].name if p in known else p, float(w), known.get(p)) for p, w in mixture.items()
+                   if isinstance(w, int | float)), key=lambda row: -row[1])
+    schedule = manifest.get("schedule") or {}
+    how = (f"Polyak, tau = {schedule.get('tau')}" if schedule.get("kind") == "polyak"
+           else f"a hard copy every {schedule.get('every')} update(s)" if schedule.get("kind") == "hard" else "")
+    return rows, f"{how}; {manifest.get('ema_updates', '?')} update(s)" if how else ""
 
 
 @dataclass

@@ -32,16 +32,33 @@ def _episodes(rollout: Job) -> list[int]:
     return list(Trajectory.objects.filter(meta__job=rollout.pk).order_by("id").values_list("pk", flat=True))
 
 
+def _replay(config: NlacIterationJob, rollout: Job) -> list[int]:
+    """Stored trajectories of the rollout's project drawn from the replay buffer (``nlac_core.replay``): the
+    environment's own and, for tool use, imported runs; never this iteration's fresh episodes."""
+    from nlac_core.replay import ReplayConfig, draw_trajectories
+    from webapp.trajectories.models import Trajectory
+
+    fresh = _episodes(rollout)
+    stored = Trajectory.objects.filter(project__slug=rollout.outputs.get("project")).exclude(pk__in=fresh)
+    candidates = [(pk, n) for pk, n, env in stored.values_list("pk", "n_steps", "meta__env")
+                  if env == config.env or (config.env == "tool_use" and env is None)]
+    fresh_steps = sum(Trajectory.objects.filter(pk__in=fresh).values_list("n_steps", flat=True))
+    return draw_trajectories(fresh_steps, candidates, ReplayConfig(config.replay_size, config.fresh_fraction,
+                                                                   config.seed))
+
+
 def _child_request(phase: str, config: NlacIterationJob, online: Checkpoint, target: Checkpoint | None,
-                   children: dict[str, Job]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """(kind, config, selection) of the phase's child job."""
+                   children: dict[str, Job], replayed: list[int]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(kind, config, selection) of the phase's child job; the phases after the rollout work on its episodes and
+    on the trajectories drawn from the replay buffer."""
     if phase == "rollout":
         return "rollout", {"checkpoint": online.pk, "env": config.env, "split": config.split, "tasks": config.tasks,
                            "trials": config.trials, "max_turns": config.max_turns,
                            "temperature": config.temperature, "seed": config.seed, "project": config.project}, {}
-    selection = {"trajectory_ids": _episodes(children["rollout"])}
-    if not selection["trajectory_ids"]:
+    fresh = _episodes(children["rollout"])
+    if not fresh:
         raise ValueError(f"the rollout (job {children['rollout'].pk}) stored no episodes to learn from")
+    selection = {"trajectory_ids": sorted({*fresh, *replayed})}
     common = {"checkpoint": online.pk, "seed": config.seed, "max_state_chars": config.max_state_chars}
     if phase == "backup":
         return "backup", {**common, "target_checkpoint": target.pk if target else None}, selection
@@ -69,7 +86,12 @@ def run_nlac_iteration(ctx: JobContext) -> dict[str, Any]:
         ctx.progress(n, len(PHASES) + 1, phase)
         child = children.get(phase)
         if child is None:
-            kind, child_config, selection = _child_request(phase, config, online, target, children)
+            if phase != "rollout" and "replayed" not in state:  # drawn once, so every phase takes the same
+                state["replayed"] = _replay(config, children["rollout"])
+                ctx.log(f"replay buffer: {len(state['replayed'])} stored trajectories drawn beside the rollout's "
+                        f"{len(_episodes(children['rollout']))} episodes")
+            kind, child_config, selection = _child_request(phase, config, online, target, children,
+                                                           state.get("replayed") or [])
             child = lifecycle.check_create_job(ctx.job.created_by, kind, child_config, selection, parent=ctx.job)
             ids[phase] = child.pk
             ctx.outputs(**{**state, "children": ids})
@@ -95,14 +117,16 @@ def run_nlac_iteration(ctx: JobContext) -> dict[str, Any]:
     ctx.progress(len(PHASES) + 1, len(PHASES) + 1, "ema")
     rollout = children["rollout"].outputs
     return {"children": ids, "checkpoint_produced": trained.pk, "ema_target": twin.pk,
+            "replayed": state.get("replayed") or [],
             "rollout_success_rate": rollout.get("success_rate"), "rollout_mean_reward": rollout.get("mean_reward"),
             "train_loss": children["train"].outputs.get("train_loss")}
 
 
 def _ema_twin(ctx: JobContext, config: NlacIterationJob, online: Checkpoint, target: Checkpoint | None,
               trained: Checkpoint) -> Checkpoint:
-    """target <- (1 - tau) * target + tau * trained, written as a new directory: the trained model's twin."""
-    from nlac_core.ema import ema_update, init_target
+    """The target updated toward the trained model under the job's schedule (Polyak with tau, or a hard copy
+    every N updates), written as a new directory: the trained model's twin."""
+    from nlac_core.ema import TargetSchedule, init_target, update_target
 
     existing = Checkpoint.objects.filter(ema_of=trained).first()
     if existing is not None:
@@ -115,7 +139,8 @@ def _ema_twin(ctx: JobContext, config: NlacIterationJob, online: Checkpoint, tar
         source = start
     else:
         source = Path(target.path)
-    ema_update(source, trained.path, config.tau, out_dir=out)
-    ctx.log(f"EMA target updated with tau={config.tau} from {source} into {out}")
+    schedule = TargetSchedule(config.target_schedule, config.tau, config.target_every)
+    update_target(source, trained.path, schedule, out_dir=out)
+    ctx.log(f"target network updated ({schedule.describe()}) from {source} into {out}")
     return do_register_checkpoint(out, name=f"{trained.name}-ema", kind="ema", produced_by=ctx.job,
                                   parent=target or online, ema_of=trained)
