@@ -495,6 +495,8 @@ def _check_supervision(config) -> None:
     _int("max_interventions", config.max_interventions, 0, 100)
     _choice("where", config.where, SUPERVISE_WHERE)
     _int("feedback_tokens", config.feedback_tokens, 4, 512)
+    if not isinstance(config.calibrate, bool):
+        raise ConfigError("calibrate", "expected true or false")
 
 
 @dataclass(frozen=True)
@@ -513,6 +515,7 @@ class SupervisedRolloutJob(RolloutJob):
     max_interventions: int = 4
     where: str = "all"  # every action, or only state-changing tool calls
     feedback_tokens: int = 64
+    calibrate: bool = True  # approve/intervene relative to the content-free prompt (nlac_core.supervision)
     both_arms: bool = True
     counterfactuals: bool = True
     forced_sample: int = 10
@@ -537,6 +540,7 @@ class ReplayCriticJob(ModelChoice):
     max_steps: int = 1000
     where: str = "all"
     feedback_tokens: int = 64
+    calibrate: bool = True  # approve/intervene relative to the content-free prompt (nlac_core.supervision)
     chunk_size: int = 8
     max_state_chars: int = 2000
 
@@ -544,6 +548,8 @@ class ReplayCriticJob(ModelChoice):
         super().validate()
         if self.backend == "openai":
             raise ConfigError("backend", "the runtime critic decides by log-likelihood: use hf or vllm")
+        if not isinstance(self.calibrate, bool):
+            raise ConfigError("calibrate", "expected true or false")
         _check_step_selection(self)
         _choice("where", self.where, SUPERVISE_WHERE)
         _int("feedback_tokens", self.feedback_tokens, 4, 512)

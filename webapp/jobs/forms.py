@@ -243,6 +243,8 @@ class SupervisedRolloutForm(RolloutForm):
     where = forms.ChoiceField(choices=[("all", "every action"), ("state_changing", "state-changing tool calls only")],
                               initial="all", label="Check")
     feedback_tokens = forms.IntegerField(initial=64, min_value=4, max_value=512)
+    calibrate = forms.BooleanField(required=False, initial=True, label="Calibrated decisions",
+                                   help_text="scored against a content-free prompt (off: raw likelihood)")
     both_arms = forms.BooleanField(required=False, initial=True, label="Also run without the critic (baseline arm)")
     counterfactuals = forms.BooleanField(required=False, initial=True,
                                          label="Counterfactual re-runs (helpfulness, harmfulness)")
@@ -254,7 +256,7 @@ class SupervisedRolloutForm(RolloutForm):
     def config(self) -> dict[str, Any]:
         data = super().config()
         data["critic_checkpoint"] = data["critic_checkpoint"].pk if data.get("critic_checkpoint") else None
-        for name in ("both_arms", "counterfactuals"):
+        for name in ("both_arms", "counterfactuals", "calibrate"):
             data[name] = bool(self.cleaned_data.get(name))
         return data
 
@@ -269,6 +271,8 @@ class ReplayCriticForm(LaunchForm):
     where = forms.ChoiceField(choices=[("all", "every action"), ("state_changing", "state-changing tool calls only")],
                               initial="all", label="Judge")
     feedback_tokens = forms.IntegerField(initial=64, min_value=4, max_value=512)
+    calibrate = forms.BooleanField(required=False, initial=True, label="Calibrated decisions",
+                                   help_text="scored against a content-free prompt (off: raw likelihood)")
     chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256)
 
 

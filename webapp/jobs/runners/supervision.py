@@ -90,7 +90,8 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
         spec = SamplingSpec(max_new_tokens=config.max_new_tokens or env.default_max_new_tokens,
                             temperature=config.temperature, seed=config.seed)
         supervision = SupervisionConfig(max_rounds=config.max_rounds, max_interventions=config.max_interventions,
-                                        where=config.where, feedback_tokens=config.feedback_tokens)
+                                        where=config.where, feedback_tokens=config.feedback_tokens,
+                                        calibrate=config.calibrate)
         label = checkpoint.name if checkpoint else config.endpoint_model
         source = {"source_model": label, "source_checkpoint": checkpoint.path if checkpoint else ""}
         arms = (["baseline"] if config.both_arms else []) + ["supervised"]
@@ -177,7 +178,7 @@ def run_replay_critic(ctx: JobContext) -> dict[str, Any]:
     ctx.use_checkpoint(checkpoint)
     critic = loaded_model.backend_for(config, checkpoint)
     supervision = SupervisionConfig(where=config.where, feedback_tokens=config.feedback_tokens,
-                                    max_state_chars=config.max_state_chars)
+                                    max_state_chars=config.max_state_chars, calibrate=config.calibrate)
 
     def make_rows(chunk):
         by_uid = {(step.trajectory.content_hash(), step.index): tid for tid, step in chunk}
