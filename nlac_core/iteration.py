@@ -44,7 +44,8 @@ class IterationConfig:
     env: str = "twenty_questions"
     tasks: int = 4
     trials: int = 1
-    split: str = ""
+    split: str = ""  # the tasks it trains on ("": the environment's train split, envs.TRAIN_SPLITS)
+    eval_split: str = ""  # the tasks its checkpoints are scored on ("": the held-out one, envs.EVAL_SPLITS)
     max_turns: int | None = None
     policy_temperature: float = 0.7
     policy_tokens: int | None = None
@@ -64,6 +65,16 @@ class IterationConfig:
         if self.tasks < 1 or self.trials < 1:
             raise ValueError(f"tasks and trials must be at least 1, got {self.tasks} and {self.trials}")
         self.schedule()  # raises ValueError on a bad tau, schedule or period
+        from nlac_core.envs import EVAL_SPLITS, overlapping
+
+        if overlapping(self.env, self.split, self.eval_split):
+            raise ValueError(f"the iteration would train on its evaluation split: split {self.train_split()!r} "
+                             f"shares tasks with eval_split {self.eval_split or EVAL_SPLITS.get(self.env)!r}")
+
+    def train_split(self) -> str:
+        from nlac_core.envs import TRAIN_SPLITS
+
+        return self.split or TRAIN_SPLITS.get(self.env, "")
 
     def schedule(self):
         from nlac_core.ema import TargetSchedule
@@ -120,7 +131,7 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
     if not rollout_path.is_file():
         spec = SamplingSpec(max_new_tokens=config.policy_tokens or env.default_max_new_tokens,
                             temperature=config.policy_temperature, seed=config.seed)
-        trajectories = rollout(env, model, env.tasks(config.split, limit=config.tasks), trials=config.trials,
+        trajectories = rollout(env, model, env.tasks(config.train_split(), limit=config.tasks), trials=config.trials,
                                spec=spec, max_turns=config.max_turns, source_checkpoint=str(model_dir),
                                progress=lambda d, t: report("rollout", d, t), should_stop=should_stop)
         write_trajectories(rollout_path, trajectories)

@@ -230,7 +230,8 @@ def cmd_iterate(args) -> int:
 
     replay_config = _config(ReplayConfig, args, size=args.replay_size, fresh_fraction=args.fresh_fraction,
                             seed=args.seed)
-    config = _config(IterationConfig, args, env=args.env, tasks=args.tasks, trials=args.trials,
+    config = _config(IterationConfig, args, env=args.env, split=args.split, eval_split=args.eval_split,
+                     tasks=args.tasks, trials=args.trials,
                      max_turns=args.max_turns, seed=args.seed, tau=args.tau, target_schedule=args.target_schedule,
                      target_every=args.target_every, replay=replay_config, sft=sft)
     sources = [*(args.replay or []), *([args.replay_dir] if args.replay_dir and Path(args.replay_dir).is_dir() else [])]
@@ -319,6 +320,10 @@ def register(sub) -> None:
     p.add_argument("--workdir", required=True, help="where every phase writes its output (re-run to resume)")
     p.add_argument("--model", default=None, help="the current checkpoint (default: the embedded SmolLM2)")
     p.add_argument("--target-model", default=None, help="the EMA target checkpoint (default: --model)")
+    p.add_argument("--split", default="", help="the tasks it trains on (default: the environment's train split)")
+    p.add_argument("--eval-split", default="",
+                   help="the held-out tasks its checkpoints are scored on (default: the environment's test split); "
+                        "an overlap with --split is refused")
     p.add_argument("--tasks", type=int, default=4)
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--max-turns", type=int, default=None)

@@ -24,6 +24,25 @@ REGISTRY: dict[str, tuple[str, str | None]] = {
 }
 ENV_NAMES = tuple(REGISTRY)
 
+# Held-out splits: what training and iteration draw on by default, and what evaluation scores on.
+TRAIN_SPLITS = {"twenty_questions": "train", "math": "train", "tool_use": "synthetic_train"}
+EVAL_SPLITS = {"twenty_questions": "test", "math": "test", "tool_use": "synthetic_test"}
+# Which disjoint parts each named split covers, to tell whether two splits share tasks without loading them.
+_PARTS = {
+    "twenty_questions": {"train": {"train"}, "test": {"test"}, "all": {"train", "test"}},
+    "math": {"train": {"train"}, "test": {"test"}, "all": {"train", "test"}},
+    "tool_use": {"graded": {"base"}, "base": {"base"}, "all": {"base", "other"}, "synthetic": {"s1", "s2"},
+                 "synthetic_train": {"s1"}, "synthetic_test": {"s2"}},
+}
+
+
+def overlapping(env: str, a: str, b: str) -> bool:
+    """Whether splits ``a`` and ``b`` of ``env`` share tasks ("" is the split's default: train for a, evaluation
+    for b). Unknown names are the environment's to refuse when it loads its tasks."""
+    parts = _PARTS.get(env, {})
+    a, b = a or TRAIN_SPLITS.get(env, ""), b or EVAL_SPLITS.get(env, "")
+    return a == b or bool(parts.get(a, set()) & parts.get(b, set()))
+
 
 def needs_oracle(name: str) -> bool:
     return _entry(name)[1] is not None
@@ -48,5 +67,5 @@ def make_env(name: str, oracle=None, **kwargs: Any) -> Environment:
     return cls(**kwargs)
 
 
-__all__ = ["ENV_NAMES", "REGISTRY", "EnvError", "Environment", "LLMQuery", "StepResult", "drive", "make_env",
-           "needs_oracle"]
+__all__ = ["ENV_NAMES", "EVAL_SPLITS", "REGISTRY", "TRAIN_SPLITS", "EnvError", "Environment", "LLMQuery",
+           "StepResult", "drive", "make_env", "needs_oracle", "overlapping"]

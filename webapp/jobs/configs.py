@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from nlac_core.ema import SCHEDULES
+from nlac_core.envs import EVAL_SPLITS, TRAIN_SPLITS, overlapping
 
 BACKENDS = ("hf", "vllm", "openai")
 STEP_CHOICES = ("all", "first", "last")
@@ -186,6 +187,10 @@ class RolloutJob(ModelChoice):
     seed: int = 0
     project: str = ""  # where the trajectories go (default: "<env> rollouts")
 
+    def task_split(self) -> str:
+        """The split the episodes' tasks come from ("" is the environment's own default)."""
+        return self.split
+
     def validate(self) -> None:
         super().validate()
         _choice("env", self.env, ENVS)
@@ -334,6 +339,10 @@ class EvaluateJob(RolloutJob):
     KIND: ClassVar[str] = "evaluate"
     temperature: float = 0.0
 
+    def task_split(self) -> str:
+        """Evaluation scores on the environment's held-out split unless told otherwise."""
+        return self.split or EVAL_SPLITS.get(self.env, "")
+
 
 @dataclass(frozen=True)
 class NlacIterationJob(JobConfig):
@@ -349,7 +358,8 @@ class NlacIterationJob(JobConfig):
     checkpoint: int | None = None  # the online model (policy and critic); default the embedded model
     target_checkpoint: int | None = None  # the EMA target; default the online model's twin, else a copy of it
     env: str = "twenty_questions"
-    split: str = ""
+    split: str = ""  # the tasks it trains on; "" is the environment's train split (TRAIN_SPLITS)
+    eval_split: str = ""  # the tasks its checkpoints are scored on; "" is the held-out one (EVAL_SPLITS)
     tasks: int = 4
     trials: int = 1
     max_turns: int | None = None
@@ -371,12 +381,22 @@ class NlacIterationJob(JobConfig):
     max_state_chars: int = 1500
     project: str = ""
 
+    def train_split(self) -> str:
+        return self.split or TRAIN_SPLITS[self.env]
+
     def validate(self) -> None:
         for name in ("checkpoint", "target_checkpoint"):
             if getattr(self, name) is not None:
                 _int(name, getattr(self, name), 1, 2**62)
         RolloutJob(env=self.env, split=self.split, tasks=self.tasks, trials=self.trials, max_turns=self.max_turns,
                    temperature=self.temperature, seed=self.seed, project=self.project).validate()
+        for name in ("split", "eval_split"):
+            if not isinstance(getattr(self, name), str) or len(getattr(self, name)) > 50:
+                raise ConfigError(name, "expected a split name of at most 50 characters")
+        if overlapping(self.env, self.split, self.eval_split):
+            train, held = self.train_split(), self.eval_split or EVAL_SPLITS[self.env]
+            raise ConfigError("split", f"the iteration would train on its evaluation split: split {train!r} shares "
+                                       f"tasks with eval_split {held!r} ({self.env})")
         _int("refine_rounds", self.refine_rounds, 1, 8)
         _float("tau", self.tau, 0.0, 1.0)
         _choice("target_schedule", self.target_schedule, SCHEDULES)

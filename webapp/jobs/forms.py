@@ -105,8 +105,9 @@ class RolloutForm(LaunchForm):
     KIND = "rollout"
     SELECTION = False
     env = forms.ChoiceField(choices=[(e, e) for e in ENVS], initial="twenty_questions", label="Environment")
-    split = forms.CharField(required=False, max_length=50, help_text="20 Questions: all, train, test; "
-                                                                      "MATH: test; tool use: graded, base, all")
+    split = forms.CharField(required=False, max_length=50, help_text="20 Questions and MATH: train, test, all; "
+                                                                      "tool use: graded, base, all, synthetic_train, "
+                                                                      "synthetic_test (evaluate: default test)")
     tasks = forms.IntegerField(initial=4, min_value=1, max_value=10_000)
     trials = forms.IntegerField(initial=1, min_value=1, max_value=64)
     max_turns = forms.IntegerField(required=False, min_value=1, max_value=1000)
@@ -200,7 +201,10 @@ class NlacIterationForm(LaunchForm):
     target_checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
                                                empty_label="its EMA twin, else a copy of it", label="Target network")
     env = forms.ChoiceField(choices=[(e, e) for e in ENVS], initial="twenty_questions", label="Environment")
-    split = forms.CharField(required=False, max_length=50)
+    split = forms.CharField(required=False, max_length=50, help_text="the tasks it trains on (default: train; "
+                                                                      "tool use: synthetic_train)")
+    eval_split = forms.CharField(required=False, max_length=50, help_text="held out for scoring (default: test; "
+                                                                           "tool use: synthetic_test)")
     tasks = forms.IntegerField(initial=4, min_value=1, max_value=10_000)
     trials = forms.IntegerField(initial=1, min_value=1, max_value=64)
     max_turns = forms.IntegerField(required=False, min_value=1, max_value=1000)

@@ -52,7 +52,8 @@ def _child_request(phase: str, config: NlacIterationJob, online: Checkpoint, tar
     """(kind, config, selection) of the phase's child job; the phases after the rollout work on its episodes and
     on the trajectories drawn from the replay buffer."""
     if phase == "rollout":
-        return "rollout", {"checkpoint": online.pk, "env": config.env, "split": config.split, "tasks": config.tasks,
+        return "rollout", {"checkpoint": online.pk, "env": config.env, "split": config.train_split(),
+                           "tasks": config.tasks,
                            "trials": config.trials, "max_turns": config.max_turns,
                            "temperature": config.temperature, "seed": config.seed, "project": config.project}, {}
     fresh = _episodes(children["rollout"])

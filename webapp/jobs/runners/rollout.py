@@ -39,7 +39,7 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     done = set(mine.values_list("task__external_id", "trial"))
     backend = loaded_model.backend_for(config, checkpoint)
     env = make_env(config.env, oracle=backend) if needs_oracle(config.env) else make_env(config.env)
-    tasks = env.tasks(config.split, config.tasks)
+    tasks = env.tasks(config.task_split(), config.tasks)
     total = len(tasks) * config.trials
     ctx.log(f"{config.env}: {len(tasks)} tasks x {config.trials} trials = {total} episodes, {len(done)} already "
             f"stored in {project.name!r}")
