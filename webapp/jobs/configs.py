@@ -50,6 +50,24 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise ConfigError(name, f"expected one of {', '.join(choices)}, got {value!r}")
 
 
+def _check_env_model(config) -> None:
+    """The environment's own model (``webapp.jobs.env_model``): a checkpoint, or a configured endpoint."""
+    if config.env_checkpoint is not None:
+        _int("env_checkpoint", config.env_checkpoint, 1, 2**62)
+    if not isinstance(config.env_endpoint, str) or not isinstance(config.env_endpoint_model, str):
+        raise ConfigError("env_endpoint", "expected an endpoint name and the model it serves")
+    if config.env_endpoint:
+        from webapp.jobs import endpoints
+
+        if config.env_endpoint not in endpoints.configured():
+            raise ConfigError("env_endpoint", f"{config.env_endpoint!r} is not a configured endpoint "
+                                              f"({_endpoint_names()})")
+        if not config.env_endpoint_model.strip():
+            raise ConfigError("env_endpoint_model", "an endpoint environment model needs the model name it serves")
+        if config.env_checkpoint is not None:
+            raise ConfigError("env_checkpoint", "choose a checkpoint or an endpoint for the environment, not both")
+
+
 def _check_step_selection(config) -> None:
     """``steps`` and ``max_steps`` of the jobs that work on the selected trajectories' steps."""
     if config.steps not in STEP_CHOICES:
@@ -186,6 +204,10 @@ class RolloutJob(ModelChoice):
     temperature: float = 0.7
     seed: int = 0
     project: str = ""  # where the trajectories go (default: "<env> rollouts")
+    # the environment's own model (20 Questions oracle, tool-use user): fixed, never the policy (env_model.py)
+    env_checkpoint: int | None = None  # None: the embedded base model
+    env_endpoint: str = ""
+    env_endpoint_model: str = ""
 
     def task_split(self) -> str:
         """The split the episodes' tasks come from ("" is the environment's own default)."""
@@ -204,6 +226,7 @@ class RolloutJob(ModelChoice):
         _int("seed", self.seed, 0, 2**31 - 1)
         if len(self.project) > 200:
             raise ConfigError("project", "at most 200 characters")
+        _check_env_model(self)
 
 
 @dataclass(frozen=True)
@@ -380,6 +403,9 @@ class NlacIterationJob(JobConfig):
     seed: int = 0
     max_state_chars: int = 1500
     project: str = ""
+    env_checkpoint: int | None = None  # the environment's own model (default the embedded base), never the policy
+    env_endpoint: str = ""
+    env_endpoint_model: str = ""
 
     def train_split(self) -> str:
         return self.split or TRAIN_SPLITS[self.env]
@@ -389,7 +415,9 @@ class NlacIterationJob(JobConfig):
             if getattr(self, name) is not None:
                 _int(name, getattr(self, name), 1, 2**62)
         RolloutJob(env=self.env, split=self.split, tasks=self.tasks, trials=self.trials, max_turns=self.max_turns,
-                   temperature=self.temperature, seed=self.seed, project=self.project).validate()
+                   temperature=self.temperature, seed=self.seed, project=self.project,
+                   env_checkpoint=self.env_checkpoint, env_endpoint=self.env_endpoint,
+                   env_endpoint_model=self.env_endpoint_model).validate()
         for name in ("split", "eval_split"):
             if not isinstance(getattr(self, name), str) or len(getattr(self, name)) > 50:
                 raise ConfigError(name, "expected a split name of at most 50 characters")
@@ -600,6 +628,9 @@ class CriticDataJob(ModelChoice):
     at_turn_cap: bool = False  # an episode cut at the turn cap is wrong at its last step (nlac_core.critic_data)
     validate_feedback: bool = False
     project: str = ""  # default "<env> critic data"
+    env_checkpoint: int | None = None  # the simulated user's model (default the embedded base), never the actor
+    env_endpoint: str = ""
+    env_endpoint_model: str = ""
     dataset: str = ""  # default "runtime critic from job <id>"
     train: bool = True
     critic_checkpoint: int | None = None  # the critic's base model for training (None: the embedded model)
@@ -623,6 +654,7 @@ class CriticDataJob(ModelChoice):
         for name in ("at_turn_cap", "validate_feedback", "train"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, "expected true or false")
+        _check_env_model(self)
         if len(self.project) > 200 or len(self.dataset) > 200:
             raise ConfigError("project" if len(self.project) > 200 else "dataset", "at most 200 characters")
         if self.critic_checkpoint is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CriticDataJob
+from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.runners.supervision import EpisodeStore
@@ -27,12 +28,8 @@ LABEL_PROMPT_ID = "first_error@gold"  # where a label came from: first-error loc
 
 
 def run_critic_data(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.backends.base import SamplingSpec
-    from nlac_core.critic_data import balance, hard_tasks, runtime_labels, unlocalised
     from nlac_core.envs import make_env
-    from nlac_core.rollout import rollout
     from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_with_ids
     from webapp.trajectories.services.projects import do_get_or_create_project
 
     config: CriticDataJob = ctx.config  # type: ignore[assignment]
@@ -41,7 +38,19 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     project = do_get_or_create_project(config.project or f"{config.env} critic data", domain=config.env)
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
     actor = loaded_model.backend_for(config, checkpoint)
-    env = make_env(config.env, oracle=actor)
+    # the simulated user is the environment's model, never the actor playing against it
+    with environment_backend(config, actor, checkpoint) as (env_llm, env_label):
+        return _self_play_and_label(ctx, config, checkpoint, actor, project, mine,
+                                    make_env(config.env, oracle=env_llm), env_label)
+
+
+def _self_play_and_label(ctx: JobContext, config, checkpoint, actor, project, mine, env, env_label: str,
+                         ) -> dict[str, Any]:
+    from nlac_core.backends.base import SamplingSpec
+    from nlac_core.critic_data import balance, hard_tasks, runtime_labels, unlocalised
+    from nlac_core.rollout import rollout
+    from webapp.trajectories.services.exports import iter_with_ids
+
     tasks = env.tasks(config.split, config.tasks)
     spec = SamplingSpec(max_new_tokens=config.max_new_tokens or env.default_max_new_tokens,
                         temperature=config.temperature, seed=config.seed)
@@ -51,7 +60,7 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     done = set(mine.filter(meta__arm="self-play").values_list("task__external_id", "trial"))
     ctx.log(f"self-play: {len(tasks)} {config.split} tasks x {config.k} = {total} episodes, {len(done)} stored")
     ctx.progress(len(done), total, "self-play")
-    store = EpisodeStore(ctx, project, "self-play")
+    store = EpisodeStore(ctx, project, "self-play", env_model=env_label)
     try:
         rollout(env, actor, tasks, trials=config.k, spec=spec, max_turns=config.max_turns, skip=done,
                 progress=lambda d, t: ctx.progress(len(done) + d, total, "self-play"), should_stop=ctx.should_stop,
@@ -76,7 +85,8 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
             f"{sum(x.decision == 'approve' for x in labels)} approve targets")
     validation: dict[str, Any] = {}
     if config.validate_feedback:
-        validated, validation = _validated(ctx, env, actor, spec, config, records, labels, project, source)
+        validated, validation = _validated(ctx, env, actor, spec, config, records, labels, project, source,
+                                           env_label)
         if validated is None:
             return {"project": project.slug, "stopped": "during validation", "validation": validation}
         labels = balance(validated, config.approve_ratio, config.seed)
@@ -98,7 +108,7 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     return {**out, **_snapshot_and_training(ctx, config, project)}
 
 
-def _validated(ctx, env, actor, spec, config, records, labels, project, source):
+def _validated(ctx, env, actor, spec, config, records, labels, project, source, env_label=""):
     """Keep an intervene target only if re-running from its step with its feedback succeeds."""
     from nlac_core.counterfactual import CounterfactualCase, rerun
     from webapp.trajectories.models import Trajectory
@@ -112,7 +122,7 @@ def _validated(ctx, env, actor, spec, config, records, labels, project, source):
         if m}
     todo = [c for c in cases if (c.trajectory.content_hash(), c.step_index) not in outcomes]
     ctx.progress(len(cases) - len(todo), len(cases), "validation")
-    store = EpisodeStore(ctx, project, "validation")
+    store = EpisodeStore(ctx, project, "validation", env_model=env_label)
     try:
         results = rerun(env, actor, todo, None, spec=spec, max_turns=config.max_turns, should_stop=ctx.should_stop,
                         on_trajectory=lambda case, record: (store.add(record), ctx.progress(

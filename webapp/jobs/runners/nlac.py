@@ -55,7 +55,9 @@ def _child_request(phase: str, config: NlacIterationJob, online: Checkpoint, tar
         return "rollout", {"checkpoint": online.pk, "env": config.env, "split": config.train_split(),
                            "tasks": config.tasks,
                            "trials": config.trials, "max_turns": config.max_turns,
-                           "temperature": config.temperature, "seed": config.seed, "project": config.project}, {}
+                           "temperature": config.temperature, "seed": config.seed, "project": config.project,
+                           "env_checkpoint": config.env_checkpoint, "env_endpoint": config.env_endpoint,
+                           "env_endpoint_model": config.env_endpoint_model}, {}
     fresh = _episodes(children["rollout"])
     if not fresh:
         raise ValueError(f"the rollout (job {children['rollout'].pk}) stored no episodes to learn from")

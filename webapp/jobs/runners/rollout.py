@@ -14,6 +14,7 @@ from typing import Any
 
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RolloutJob
+from webapp.jobs.env_model import environment_backend
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.services.checkpoints import checkpoint_for
 
@@ -21,13 +22,8 @@ STORE_EVERY = 8
 
 
 def run_rollout(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.backends.base import SamplingSpec
     from nlac_core.envs import make_env, needs_oracle
-    from nlac_core.evaluation import compute_metrics
-    from nlac_core.rollout import rollout
     from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_records
-    from webapp.trajectories.services.imports import do_store_records
     from webapp.trajectories.services.projects import do_get_or_create_project
 
     config: RolloutJob = ctx.config  # type: ignore[assignment]
@@ -38,7 +34,20 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
     done = set(mine.values_list("task__external_id", "trial"))
     backend = loaded_model.backend_for(config, checkpoint)
-    env = make_env(config.env, oracle=backend) if needs_oracle(config.env) else make_env(config.env)
+    if not needs_oracle(config.env):  # MATH has no model of its own
+        return _play(ctx, config, project, mine, done, backend, checkpoint, make_env(config.env), "")
+    with environment_backend(config, backend, checkpoint) as (env_llm, env_label):
+        return _play(ctx, config, project, mine, done, backend, checkpoint, make_env(config.env, oracle=env_llm),
+                     env_label)
+
+
+def _play(ctx, config, project, mine, done, backend, checkpoint, env, env_label) -> dict[str, Any]:
+    from nlac_core.backends.base import SamplingSpec
+    from nlac_core.evaluation import compute_metrics
+    from nlac_core.rollout import rollout
+    from webapp.trajectories.services.exports import iter_records
+    from webapp.trajectories.services.imports import do_store_records
+
     tasks = env.tasks(config.task_split(), config.tasks)
     total = len(tasks) * config.trials
     ctx.log(f"{config.env}: {len(tasks)} tasks x {config.trials} trials = {total} episodes, {len(done)} already "
@@ -57,7 +66,8 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     def finished(record) -> None:
         nonlocal played
         played += 1
-        pending.append(replace(record, meta={**record.meta, "job": ctx.job.pk}))
+        meta = {**record.meta, "job": ctx.job.pk, **({"env_model": env_label} if env_label else {})}
+        pending.append(replace(record, meta=meta))
         ctx.metric(episode=len(done) + played, reward=record.reward)
         if len(pending) >= STORE_EVERY:
             store()
@@ -76,4 +86,5 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     ctx.log(result.summary())
     return {"project": project.slug, "trajectories": len(stored), "success_rate": result.success_rate,
             "mean_reward": result.mean_reward, "pass_hat_k": {str(k): v for k, v in result.pass_hat_k.items()},
-            "mean_turns": result.mean_turns, "checkpoint": checkpoint.pk if checkpoint else None}
+            "mean_turns": result.mean_turns, "checkpoint": checkpoint.pk if checkpoint else None,
+            "split": config.task_split() or "default", "env_model": env_label}

@@ -16,11 +16,13 @@ replay-critic judges recorded actions offline (``nlac_core.supervision.judge_rec
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Any
 
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import ModelChoice, ReplayCriticJob, SupervisedRolloutJob
+from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
 from webapp.jobs.runners.base import JobContext, write_in_chunks
 from webapp.jobs.services.checkpoints import checkpoint_for
@@ -33,13 +35,15 @@ class EpisodeStore:
     """Finished episodes of one phase, stored every few (only while this worker owns the job), marked with the
     job and the arm; ``after(ids)`` gets the stored trajectories' ids."""
 
-    def __init__(self, ctx: JobContext, project, arm: str, after=None) -> None:
+    def __init__(self, ctx: JobContext, project, arm: str, after=None, env_model: str = "") -> None:
         self.ctx, self.project, self.arm, self.after = ctx, project, arm, after
+        self.marks = {"env_model": env_model} if env_model else {}  # the environment's own model, when it has one
         self.pending: list = []
         self.count = 0
 
     def add(self, record, **meta: Any) -> None:
-        self.pending.append(replace(record, meta={**record.meta, "job": self.ctx.job.pk, "arm": self.arm, **meta}))
+        self.pending.append(replace(record, meta={**record.meta, "job": self.ctx.job.pk, "arm": self.arm,
+                                                  **self.marks, **meta}))
         self.count += 1
         self.ctx.metric(arm=self.arm, episode=self.count, reward=record.reward)
         if len(self.pending) >= STORE_EVERY:
@@ -84,9 +88,15 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
     actor = loaded_model.backend_for(config, checkpoint)
     critic, critic_checkpoint, own_critic = _critic(config, actor, checkpoint)
+    stack = contextlib.ExitStack()
     try:
-        env = make_env(config.env, oracle=actor) if needs_oracle(config.env) else make_env(config.env)
-        tasks = env.tasks(config.split, config.tasks)
+        env_label = ""
+        if needs_oracle(config.env):  # the simulated user / oracle: the environment's model, never the actor
+            env_llm, env_label = stack.enter_context(environment_backend(config, actor, checkpoint))
+            env = make_env(config.env, oracle=env_llm)
+        else:
+            env = make_env(config.env)
+        tasks = env.tasks(config.task_split(), config.tasks)
         spec = SamplingSpec(max_new_tokens=config.max_new_tokens or env.default_max_new_tokens,
                             temperature=config.temperature, seed=config.seed)
         supervision = SupervisionConfig(max_rounds=config.max_rounds, max_interventions=config.max_interventions,
@@ -104,7 +114,7 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
                 break
             done = set(mine.filter(meta__arm=arm).values_list("task__external_id", "trial"))
             store = EpisodeStore(ctx, project, arm, after=(lambda ids: do_store_runtime_checks(
-                ctx.job, ids, critic_checkpoint)) if arm == "supervised" else None)
+                ctx.job, ids, critic_checkpoint)) if arm == "supervised" else None, env_model=env_label)
             supervisor = Supervisor(actor, critic, supervision, actor_spec=env.policy_sampling(spec)) \
                 if arm == "supervised" else None
             base = played + len(done)
@@ -130,7 +140,7 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
                      if (c.trajectory.content_hash(), c.step_index, c.kind) not in seen]
             ctx.log(f"counterfactuals: {len(cases)} re-runs to play ({len(seen)} already stored)")
             ctx.progress(len(seen), len(seen) + len(cases), "counterfactuals")
-            store = EpisodeStore(ctx, project, "counterfactual")
+            store = EpisodeStore(ctx, project, "counterfactual", env_model=env_label)
             try:
                 rerun(env, actor, cases, Supervisor(actor, critic, supervision, actor_spec=env.policy_sampling(spec)),
                       spec=spec, max_turns=config.max_turns, should_stop=ctx.should_stop,
@@ -139,12 +149,13 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
             finally:
                 store.flush()
     finally:
+        stack.close()
         if own_critic and hasattr(critic, "close"):
             critic.close()
     summary = run_summary(ctx.job, config.env)
     ctx.log(_describe(summary))
     return {"project": project.slug, "checkpoint": checkpoint.pk if checkpoint else None,
-            "critic_checkpoint": critic_checkpoint.pk, **summary}
+            "critic_checkpoint": critic_checkpoint.pk, "env_model": env_label, **summary}
 
 
 def _describe(summary: dict[str, Any]) -> str:
