@@ -34,6 +34,17 @@ class Column:
     def pass_hat_k(self) -> dict[str, float]:
         return (self.policy.outputs or {}).get("pass_hat_k") or {} if self.policy else {}
 
+    @property
+    def environment(self) -> str:
+        """Where the policy evaluation ran: environment, split and the environment's own model (an evaluation
+        from before the environment model was fixed was answered by the policy itself)."""
+        if self.policy is None:
+            return ""
+        out, config = self.policy.outputs or {}, self.policy.config or {}
+        env = config.get("env", "?")
+        model = out.get("env_model") or ("none" if env == "math" else "the policy itself")
+        return f"{env}, split {out.get('split') or config.get('split') or 'default'}, environment model {model}"
+
 
 def _x(p: float) -> float:
     return PAD + p * (W - 2 * PAD)
@@ -89,7 +100,16 @@ def bars(values: list[tuple[str, str, float | None]]) -> list[Bar]:
     return out
 
 
+def mixed_environments(cols: list[Column]) -> list[str]:
+    """The distinct environments of the policy evaluations, when there is more than one (their pass^k are then
+    not comparable, and are not charted side by side)."""
+    found = sorted({c.environment for c in cols if c.environment})
+    return found if len(found) > 1 else []
+
+
 def pass_k_bars(cols: list[Column]) -> list[Bar]:
+    if mixed_environments(cols):
+        return []
     ks = sorted({k for c in cols for k in c.pass_hat_k}, key=int)
     values = [(f"{c.checkpoint.name} k={k}", c.colour, c.pass_hat_k.get(k)) for k in ks for c in cols]
     return bars(values)

@@ -208,4 +208,5 @@ def checkpoint_compare(request):
         "cols": cols, "accuracy_bars": accuracy, "snapshots": snapshots, "snapshot_id": snapshot_id, "split": split,
         "mixed": len({((c.critic.config or {}).get("snapshot"), (c.critic.config or {}).get("split"))
                       for c in cols if c.critic}) > 1, "pass_bars": compare.pass_k_bars(cols), "g": compare.GEOMETRY,
-        "all_checkpoints": Checkpoint.objects.order_by("-id")[:200], "chosen": {c.pk for c in chosen}})
+        "all_checkpoints": Checkpoint.objects.order_by("-id")[:200], "chosen": {c.pk for c in chosen},
+        "mixed_environments": compare.mixed_environments(cols)})
