@@ -612,7 +612,9 @@ class CriticDataJob(ModelChoice):
     gold actions (episodes where that is not possible go to an annotator queue); the targets are intervene (with
     feedback) at the first error and approve on the correct actions (``approve_ratio`` approvals per
     intervention), optionally kept only when re-running with the feedback succeeds (``validate``). Output: a
-    runtime-critic dataset snapshot and, with ``train``, a train-critic job on it (base: ``critic_checkpoint``)."""
+    runtime-critic dataset snapshot and, with ``train``, a train-critic job on it (base: ``critic_checkpoint``).
+    With a selection, its recorded episodes (an imported tau-bench or tau2-bench run) are the episodes instead of
+    self-play: no model is run, and the targets go to their project's dataset."""
 
     KIND: ClassVar[str] = "critic-data"
     NEEDS_SELECTION: ClassVar[bool] = False

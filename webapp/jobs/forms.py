@@ -282,7 +282,7 @@ class ReplayCriticForm(LaunchForm):
 
 class CriticDataForm(LaunchForm):
     KIND = "critic-data"
-    SELECTION = False
+    SELECTION = True  # optional: recorded episodes (an imported run) instead of self-play
     checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
                                         empty_label="embedded SmolLM2-135M-Instruct", label="Actor checkpoint")
     split = forms.CharField(initial="synthetic_train", max_length=50, help_text="the training tasks")

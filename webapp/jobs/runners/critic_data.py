@@ -33,6 +33,8 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     from webapp.trajectories.services.projects import do_get_or_create_project
 
     config: CriticDataJob = ctx.config  # type: ignore[assignment]
+    if ctx.selection.trajectory_ids:
+        return _label_recorded(ctx, config)
     checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
     ctx.use_checkpoint(checkpoint)
     project = do_get_or_create_project(config.project or f"{config.env} critic data", domain=config.env)
@@ -47,7 +49,7 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
 def _self_play_and_label(ctx: JobContext, config, checkpoint, actor, project, mine, env, env_label: str,
                          ) -> dict[str, Any]:
     from nlac_core.backends.base import SamplingSpec
-    from nlac_core.critic_data import balance, hard_tasks, runtime_labels, unlocalised
+    from nlac_core.critic_data import balance, hard_tasks, runtime_labels
     from nlac_core.rollout import rollout
     from webapp.trajectories.services.exports import iter_with_ids
 
@@ -90,6 +92,15 @@ def _self_play_and_label(ctx: JobContext, config, checkpoint, actor, project, mi
         if validated is None:
             return {"project": project.slug, "stopped": "during validation", "validation": validation}
         labels = balance(validated, config.approve_ratio, config.seed)
+    return _targets(ctx, config, project, records, ids, difficulties, labels, validation)
+
+
+def _targets(ctx: JobContext, config, project, records, ids: dict[str, int], difficulties, labels,
+             validation: dict[str, Any]) -> dict[str, Any]:
+    """Store the labels, queue the failed episodes no first error was found in, build the snapshot (and train)."""
+    from nlac_core.critic_data import unlocalised
+
+    hard = [d for d in difficulties if d.hard]
     written = _store_labels(ctx, labels, ids)
     not_placed = unlocalised(records, difficulties, config.at_turn_cap)
     queue = _queue_unlocalised(ctx, project, [ids[h] for h in not_placed])
@@ -106,6 +117,35 @@ def _self_play_and_label(ctx: JobContext, config, checkpoint, actor, project, mi
         ctx.log("no targets: no failed episode of a hard task had a localisable first error")
         return out
     return {**out, **_snapshot_and_training(ctx, config, project)}
+
+
+def _label_recorded(ctx: JobContext, config: CriticDataJob) -> dict[str, Any]:
+    """Recorded episodes as the pipeline's episodes (imported tau-bench / tau2-bench runs: offline data): no
+    self-play and no model; hard tasks from all their trials, first errors from their tasks' gold actions."""
+    from nlac_core.critic_data import hard_tasks, runtime_labels
+    from webapp.trajectories.models import Project, Trajectory
+    from webapp.trajectories.services.exports import iter_with_ids
+
+    selected = Trajectory.objects.filter(pk__in=ctx.selection.trajectory_ids)
+    projects = sorted(set(selected.values_list("project_id", flat=True)))
+    if len(projects) != 1:
+        raise ValueError(f"the selected episodes belong to {len(projects)} projects: choose one project's, its "
+                         "dataset holds the targets")
+    if config.validate_feedback:
+        raise ValueError("validate_feedback re-runs episodes in the environment: recorded episodes cannot be "
+                         "re-run, turn it off")
+    project = Project.objects.get(pk=projects[0])
+    ids, records = {}, []
+    for tid, record in iter_with_ids(selected):
+        ids[record.content_hash()] = tid
+        records.append(record)
+    difficulties = hard_tasks(records)
+    labels = runtime_labels(records, difficulties, config.approve_ratio, config.seed, at_turn_cap=config.at_turn_cap)
+    ctx.log(f"{len(records)} recorded episodes of project {project.name!r}: "
+            f"{sum(d.hard for d in difficulties)} hard tasks of {len(difficulties)}; "
+            f"{sum(x.decision == 'intervene' for x in labels)} intervene and "
+            f"{sum(x.decision == 'approve' for x in labels)} approve targets")
+    return {**_targets(ctx, config, project, records, ids, difficulties, labels, {}), "recorded": True}
 
 
 def _validated(ctx, env, actor, spec, config, records, labels, project, source, env_label=""):
