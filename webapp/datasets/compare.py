@@ -31,6 +31,10 @@ class Column:
         return (self.critic.outputs or {}).get("calibration") or {} if self.critic else {}
 
     @property
+    def outcome(self) -> dict[str, Any]:
+        return (self.critic.outputs or {}).get("outcome") or {} if self.critic else {}
+
+    @property
     def pass_hat_k(self) -> dict[str, float]:
         return (self.policy.outputs or {}).get("pass_hat_k") or {} if self.policy else {}
 

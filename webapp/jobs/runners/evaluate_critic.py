@@ -78,11 +78,12 @@ def run_evaluate_critic(ctx: JobContext) -> dict[str, Any]:
 
 def scores(job, items) -> dict[str, Any]:
     from nlac_core.metrics import calibration, text_similarity, verdict_scores
+    from nlac_core.outcome import Scored, outcome_report
     from nlac_core.outputs import from_json
     from webapp.annotation.models import VERDICTS
 
     critiques = {(c.trajectory_id, c.step_index): c for c in StepCritique.objects.filter(job=job)}
-    verdicts, outcomes, similarities = [], [], []
+    verdicts, outcomes, similarities, scored = [], [], [], []
     for r in items:
         c = critiques.get((r.trajectory_id, r.step_index))
         if c is None:
@@ -91,6 +92,8 @@ def scores(job, items) -> dict[str, Any]:
         if gold:
             verdicts.append((gold, c.verdict))
         outcomes.append((c.success_prob, r.trajectory.success))
+        if c.success_prob is not None:
+            scored.append(Scored(str(r.trajectory.task_id), c.success_prob, r.trajectory.success))  # by task
         # the free text only: the section headers, verdict and outcome would inflate the score
         model = from_json(c.record)
         said = " ".join((model.predicted_future, model.reasoning, model.suggestion))
@@ -101,5 +104,8 @@ def scores(job, items) -> dict[str, Any]:
         similarities.append(text_similarity(said, gold_text))
     return {"evaluated": len(similarities), "verdict": verdict_scores(verdicts, VERDICTS),
             "calibration": calibration(outcomes),
+            # P(success) on won vs lost episodes' steps: AUROC with a by-task interval, the base rate's Brier, and
+            # flags for a successor that says "success" everywhere (nlac_core.outcome)
+            "outcome": {k: v for k, v in outcome_report(scored).items() if k != "bins"},
             "similarity": sum(similarities) / len(similarities) if similarities else None,
             "parse_rate": sum(c.parse_ok for c in critiques.values()) / len(critiques) if critiques else None}
