@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate bench-datasets bench-supervision clean
+.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate bench-datasets bench-supervision bench-futures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,9 @@ bench-generate: $(RUN_STAMP)
 
 bench-critique: $(RUN_STAMP)
 	$(PY) bench/bench_critique.py
+
+bench-futures: $(RUN_STAMP)
+	$(PY) bench/bench_futures.py
 
 bench-sft: $(RUN_STAMP)
 	$(PY) bench/bench_sft.py

@@ -9,7 +9,8 @@ by log-likelihood). The guesser samples (temperature 0.7, seed 0; greedy, a
 135M model asks the same question twenty times), at most 16 new tokens: a
 question is shorter, and every game re-reads its whole prompt each turn, so
 prompt length, not generation, is most of the time. MATH500: the first ``--math``
-problems, greedy, ``--math-tokens`` new tokens at most, answers checked by
+problems of its held-out test half (``nlac_core.envs.math.split_of``; measured before the split: the first of
+all 500), greedy, ``--math-tokens`` new tokens at most, answers checked by
 math-verify. All 158 words x several trials or all 500 problems take too long
 on 2 CPU cores; the sample sizes are printed with the figures.
 
