@@ -2,7 +2,9 @@
 
 Behind a TLS-terminating proxy (NLAC_BEHIND_TLS_PROXY=1) REMOTE_ADDR is the proxy's own address, so every
 client would share one count. The proxy appends the address it saw to X-Forwarded-For; only that last entry
-is trusted, because whatever comes before it is what the client chose to send.
+is trusted, because whatever comes before it is what the client chose to send, and only when the request came
+from a proxy the admin listed (NLAC_TRUSTED_PROXIES): a client that reaches gunicorn directly could otherwise
+send a new X-Forwarded-For with every attempt and never be locked out.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from django.conf import settings
 
 
 def client_ip(request) -> str | None:
-    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None):
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and \
+            request.META.get("REMOTE_ADDR") in settings.NLAC_TRUSTED_PROXIES:
         forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
         if forwarded:
             return forwarded[-1]

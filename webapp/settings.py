@@ -221,6 +221,10 @@ AXES_LOCKOUT_CALLABLE = "webapp.login_throttle.lockout_response"  # templates/ac
 # Behind the proxy every request comes from the proxy's address: the client's is the last X-Forwarded-For entry,
 # the one our proxy appended (earlier entries are whatever the client sent).
 AXES_CLIENT_IP_CALLABLE = "webapp.login_throttle.client_ip"
+# The proxies whose X-Forwarded-For is believed (their addresses as gunicorn sees them); a request from anywhere
+# else is counted by its own address.
+NLAC_TRUSTED_PROXIES = [a.strip() for a in os.environ.get("NLAC_TRUSTED_PROXIES", "127.0.0.1,::1").split(",")
+                        if a.strip()]
 
 # --- Jobs: broker outages and OpenAI-compatible endpoints (issue 16, defects 4 and 5) --------------------------
 # A broker that is down or hangs must not hold a web request: connect and read timeouts, and one publish retry

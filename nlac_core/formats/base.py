@@ -171,18 +171,21 @@ def short_field(path: str) -> str:
 def clean(value: Any, ctx: Context, path: str = "") -> Any:
     """Make freshly parsed JSON storable, in place: fix unstorable characters; refuse NaN and infinities (no
     database stores them as JSON, and a reward of Infinity is a bug), integers too long to read, and nesting
-    deeper than MAX_DEPTH (the value itself being level 1)."""
+    deeper than MAX_DEPTH (the value itself being level 1).
+
+    A pending container carries a link to its parent's (``(parent link, key or index)``), not its path: the
+    path is spelled out only for an error. Building every child's path up front cost memory of key length
+    times children (a 1 MB record with a 1 MiB key over thousands of children asked for gigabytes)."""
     if isinstance(value, str):
         return _clean_str(value)
-    stack: list[tuple[Any, str, int]] = [(value, path, 1)]
+    stack: list[tuple[Any, Any, int]] = [(value, None, 1)]
     while stack:
-        node, where, depth = stack.pop()
+        node, link, depth = stack.pop()
         if isinstance(node, (dict, list)) and depth > MAX_DEPTH:
-            ctx.fail(TOO_DEEP, short_field(where))
+            ctx.fail(TOO_DEEP, _spell(path, link))
         if isinstance(node, dict):
             for key in list(node):
                 item = node[key]
-                child = f"{where}.{key}" if where else str(key)
                 if isinstance(key, str) and _UNSTORABLE.search(key):
                     del node[key]
                     key = _clean_str(key)
@@ -190,20 +193,36 @@ def clean(value: Any, ctx: Context, path: str = "") -> Any:
                 if isinstance(item, str):
                     node[key] = _clean_str(item)
                 elif isinstance(item, (dict, list)):
-                    stack.append((item, child, depth + 1))
+                    stack.append((item, (link, key), depth + 1))
                 elif isinstance(item, _NUMBERS_TO_CHECK):
-                    _check_number(item, ctx, child)
+                    _check_number(item, ctx, _spell(path, (link, key)))
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str):
                     node[i] = _clean_str(item)
                 elif isinstance(item, (dict, list)):
-                    stack.append((item, f"{where}[{i}]", depth + 1))
+                    stack.append((item, (link, i), depth + 1))
                 elif isinstance(item, _NUMBERS_TO_CHECK):
-                    _check_number(item, ctx, f"{where}[{i}]")
+                    _check_number(item, ctx, _spell(path, (link, i)))
         else:
-            _check_number(node, ctx, where)
+            _check_number(node, ctx, _spell(path, link))
     return value
+
+
+def _spell(root: str, link: Any) -> str:
+    """The field path of a link chain (``traj[3].content``), each key cut to 80 characters, then shortened."""
+    parts: list[Any] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    out = root
+    for part in reversed(parts):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            key = short_field(str(part))
+            out = f"{out}.{key}" if out else key
+    return short_field(out)
 
 
 _NUMBERS_TO_CHECK = (float, HugeInteger)

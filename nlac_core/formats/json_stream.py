@@ -139,7 +139,9 @@ class _Window:
                     self.more(where, start, prefix)
                     start = self.pos
                     continue
-                if cut:
+                # the whole file is in: only an error at its very end (or in an open string) is a cut file;
+                # a syntax error just before the end is what it is, with its field
+                if exc.msg.startswith("Unterminated string") or exc.pos >= len(self.text.rstrip()):
                     end_byte = self.offset(len(self.text))
                     self.fail(where, f"malformed JSON: the file is cut short (it ends at byte {end_byte})",
                               field_at(self.text, start, len(self.text), prefix))

@@ -88,3 +88,25 @@ def test_it_refuses_a_100000_level_file_on_the_command_line_in_flat_memory(tmp_p
     assert code == 2, stderr
     assert f"error: {place}" in stderr and TOO_DEEP in stderr
     assert peak - baseline < 100 * MiB, f"{(peak - baseline) / MiB:.0f} MiB more than for a small file"
+
+
+@pytest.mark.parametrize("fmt", ["tau-bench", "openai-jsonl"])
+def test_it_reads_a_wide_record_under_a_long_key_in_flat_memory(tmp_path, fmt):
+    """Width, not depth: a 1 MiB key over 2,000 children. Spelling each child's path up front (key length x
+    children) took gigabytes; paths are spelled only for an error now."""
+    wide = '{"' + "k" * MiB + '": [' + ",".join(["{}"] * 2000) + "]}"
+    name, text, _ = files(wide)[fmt]
+    path = tmp_path / name
+    path.write_text(text)
+    with at_most_extra(150):
+        assert len(list(read(path))) == 2
+
+
+def test_it_names_a_bad_number_under_a_long_key_with_a_short_field(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"messages": [], "metadata": {"' + "k" * 5000 + '": [1.5, NaN]}}\n')
+    with pytest.raises(FormatError) as caught:
+        list(read(path))
+    message = str(caught.value)
+    assert "runs.jsonl, line 1, field 'metadata.kkkk" in message and "is not a number a database can store" in message
+    assert len(message) < 300

@@ -72,3 +72,23 @@ def test_it_counts_the_client_behind_the_tls_proxy_not_the_proxy(rf, settings):
     assert client_ip(request) == "203.0.113.9"  # what our proxy appended; 1.2.3.4 is what the client claimed
     settings.SECURE_PROXY_SSL_HEADER = None
     assert client_ip(request) == "127.0.0.1"  # without a proxy the header is the client's to forge
+
+
+def test_it_believes_x_forwarded_for_only_from_a_listed_proxy(client, personas, settings):
+    """Behind the TLS proxy, the client's address is the last X-Forwarded-For entry; a client that reaches
+    gunicorn directly cannot escape the lockout by sending a new X-Forwarded-For with every attempt."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.NLAC_TRUSTED_PROXIES = ["10.9.9.1"]
+    user = personas["researcher"].username
+
+    def attempt(remote, forwarded, password="wrong"):
+        return client.post(reverse("login"), {"username": user, "password": password}, REMOTE_ADDR=remote,
+                           HTTP_X_FORWARDED_FOR=forwarded, HTTP_X_FORWARDED_PROTO="https", secure=True)
+
+    for n in range(settings.AXES_FAILURE_LIMIT):  # straight to gunicorn, a fresh forged address each time
+        attempt("203.0.113.7", f"198.51.100.{n}")
+    assert attempt("203.0.113.7", "198.51.100.99", "researcher-pw-123").status_code == 429  # counted by its own address
+    for n in range(settings.AXES_FAILURE_LIMIT):  # through the proxy: the entry the proxy appended counts
+        attempt("10.9.9.1", f"192.0.2.1, 198.51.100.{n}")
+    # each forwarded client has its own count: one failure is no lockout
+    assert attempt("10.9.9.1", "192.0.2.50, 198.51.100.1", "researcher-pw-123").status_code == 302

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 from django.contrib.auth import get_user_model
 
@@ -45,10 +43,15 @@ class RevisionForm(forms.Form):
         text = (self.cleaned_data.get("refined_tool_calls") or "").strip()
         if not text:
             return []
+        # the import formats' decoder and rules: nesting past MAX_DEPTH, NaN and 5,000-digit integers are
+        # refused with the field named (json.loads raised RecursionError or ValueError: a 500)
+        from nlac_core.formats.base import Context, FormatError, clean, loads
+
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise forms.ValidationError(f"not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+            value = clean(loads(text, "tool calls", ""), Context("tool calls"))
+        except FormatError as e:
+            where = f" (at {e.field})" if e.field else ""
+            raise forms.ValidationError(f"not usable JSON: {e.message}{where}") from None
         if isinstance(value, dict):
             value = [value]
         if not isinstance(value, list):

@@ -137,6 +137,20 @@ def _with_meta(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def facet_values_of(trajectories: QuerySet, project: Project | None, fields: tuple[str, ...],
+                    limit: int = 200) -> dict[str, list[str]]:
+    """Filter choices from the given trajectories themselves (a user who reads only some of a project: few
+    rows), in one query of the distinct combinations."""
+    if project is not None:
+        trajectories = trajectories.filter(project=project)
+    chosen: dict[str, set[str]] = {f: set() for f in fields}
+    for row in trajectories.order_by().values_list(*fields).distinct()[:limit * limit]:
+        for f, value in zip(fields, row, strict=True):
+            if value and len(chosen[f]) < limit:
+                chosen[f].add(value)
+    return {f: sorted(values) for f, values in chosen.items()}
+
+
 def facet_values(project: Project | None, fields: tuple[str, ...],
                  projects: QuerySet[Project] | None = None) -> dict[str, list[str]]:
     """Filter choices per field, from the cached per-project facets (never a DISTINCT scan

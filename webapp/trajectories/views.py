@@ -20,7 +20,8 @@ def home(request):
     projects = access.visible_projects(request.user)
     imports = ImportBatch.objects.select_related("project", "created_by") if access.reads_everything(request.user) \
         else ImportBatch.objects.none()  # an annotator reads their queues' trajectories, not the import log
-    return render(request, "trajectories/home.html", {"projects": projects, "recent_imports": imports[:10]})
+    return render(request, "trajectories/home.html", {"projects": projects, "recent_imports": imports[:10],
+                                                      "project_figures": access.reads_everything(request.user)})
 
 
 def _list_context(request, project: Project | None = None) -> dict:
@@ -39,7 +40,12 @@ def _list_context(request, project: Project | None = None) -> dict:
         keep.pop("project", None)
     next_url = f"?{urlencode({**keep, 'cursor': result.next_cursor})}" if result.next_cursor else None
     chosen = params.get("project") or project
-    facets = queries.facet_values(chosen, ("source_model", "termination_reason"), projects)
+    everything = access.reads_everything(request.user)
+    if everything:
+        facets = queries.facet_values(chosen, ("source_model", "termination_reason"), projects)
+    else:  # from the trajectories this user reads, not the project's cached ones (they would name the rest)
+        facets = queries.facet_values_of(access.visible_trajectories(request.user), chosen,
+                                         ("source_model", "termination_reason"))
     return {
         "form": form,
         "page": result,
@@ -49,6 +55,7 @@ def _list_context(request, project: Project | None = None) -> dict:
         "is_continuation": bool(params.get("cursor")),
         "source_models": facets["source_model"],
         "termination_reasons": facets["termination_reason"],
+        "project_figures": everything,  # whole-project figures are for those who read the whole project
     }
 
 

@@ -143,6 +143,15 @@ def test_it_gives_each_role_its_reads_on_pages_and_api(client, personas, world, 
     assert [p["slug"] for p in client.get("/api/projects", headers=headers).json()] == [project.slug]
     step_page = client.get(f"/trajectories/{t.pk}/").content.decode()
     assert (f'href="/trajectories/{t.pk}/steps/0/"' in step_page) == everything  # no link to a 404
+    # whole-project figures and filter choices are for those who read the whole project
+    assert ('id="project-summary"' in page and "Mean reward" in page) == everything
+    assert ("Mean reward" in client.get("/").content.decode()) == everything
+    listed_project = client.get("/api/projects", headers=headers).json()[0]
+    assert listed_project["n_trajectories"] == (project.n_trajectories if everything else 1)
+    assert (listed_project["mean_reward"] is None) == (not everything or project.mean_reward is None)
+    other_reasons = {other.termination_reason} - {t.termination_reason}
+    choices = client.get("/trajectories/").content.decode()
+    assert all((f'value="{r}"' in choices) == everything for r in other_reasons if r)
     assert f'href="/trajectories/{t.pk}/steps/1/"' in step_page
 
 

@@ -70,7 +70,15 @@ def test_it_rejects_bad_tool_call_json_naming_the_field_and_saving_nothing(clien
     client = client_for("researcher")
     response = client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0]), "refined_tool_calls": "[{oops"})
     assert response.status_code == 400
-    assert "refined_tool_calls: not JSON" in response.content.decode()
+    assert "refined_tool_calls: not usable JSON: malformed JSON" in response.content.decode()
+    assert not Revision.objects.exists()
+    # hostile JSON is refused with a message, never a 500: nesting past the limit, a 5,000-digit integer, NaN
+    for text, said in (("[" * 600 + "]" * 600, "JSON nested too deeply (more than 512 levels)"),
+                       ("[" * 15000, "JSON nested too deeply"),
+                       ('[{"name": "x", "arguments": {"n": ' + "9" * 5000 + "}}]", "an integer of 5000 digits"),
+                       ('[{"name": "x", "arguments": {"p": NaN}}]', "is not a number a database can store")):
+        response = client.post(url(trajectory, 0, "save/"), {**post_fields(critiques[0]), "refined_tool_calls": text})
+        assert response.status_code == 400 and said in response.content.decode(), text[:40]
     assert not Revision.objects.exists()
     response = client.post(url(trajectory, 0, "save/"),
                            {**post_fields(critiques[0]), "refined_tool_calls": '[{"arguments": {}}]'})

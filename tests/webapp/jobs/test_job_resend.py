@@ -48,6 +48,24 @@ def test_it_sends_again_a_job_left_queued_past_the_bound_and_no_other(job, perso
     assert Job.objects.get(pk=recent.pk).status == Job.QUEUED and Job.objects.get(pk=running.pk).attempts == 1
 
 
+def test_it_backs_off_when_a_job_only_waits_its_turn(job, sent, settings):
+    """Sent again 300 s after its first send; then only once the wait since the last send exceeds the time from
+    its creation to that send: 600 s, 1,200 s... (log2 of the wait, not one duplicate every 300 s)."""
+    settings.NLAC_JOB_RESEND_AFTER_S = 300
+    created = timezone.now() - timedelta(seconds=10_000)
+    Job.objects.filter(pk=job.pk).update(created_at=created)
+
+    def reap_at(seconds_after_creation: float, last_send: float) -> bool:
+        Job.objects.filter(pk=job.pk).update(enqueued_at=created + timedelta(seconds=last_send))
+        sent.clear()
+        return lifecycle.resend_lost(now=created + timedelta(seconds=seconds_after_creation)) == [job.pk]
+
+    assert reap_at(301, last_send=0)  # the first re-send: 300 s after the first send
+    assert not reap_at(301 + 299, last_send=301)  # waited 299 s since, it had waited 301 s before: too soon
+    assert reap_at(301 + 302, last_send=301)
+    assert not reap_at(3000 + 2999, last_send=3000) and reap_at(3000 + 3001, last_send=3000)
+
+
 def test_it_sends_again_the_queued_child_of_a_waiting_parent(personas, tau_project, sent, settings):
     settings.NLAC_JOB_RESEND_AFTER_S = 60
     parent = lifecycle.check_create_job(personas["researcher"], "nlac-iteration", {})

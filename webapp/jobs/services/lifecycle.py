@@ -280,13 +280,17 @@ def do_reap(now=None) -> list[int]:
 def resend_lost(now=None) -> list[int]:
     """Queued jobs never handed to the broker (it was down), or handed over longer than NLAC_JOB_RESEND_AFTER_S
     ago and still not claimed (the message may have died with a Redis restart; a parent's waiting child too):
-    sent again. A job that was only waiting its turn gets a duplicate message, which its claim ignores. Stops at
+    sent again. A job that was only waiting its turn gets a duplicate message, which its claim ignores; the
+    wait before the next one doubles (it must exceed the time from the job's creation to its last send), so a
+    job queued behind hours of work collects a handful of duplicates, not one every few minutes. Stops at
     the first send that fails: the broker is still down, the next round tries again."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=resend_after_seconds())
     resent = []
     lost = Job.objects.filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=cutoff), status=Job.QUEUED)
-    for job in lost.only("pk", "queue", "enqueued_at").order_by("id"):
+    for job in lost.only("pk", "queue", "enqueued_at", "created_at").order_by("id"):
+        if job.enqueued_at is not None and now - job.enqueued_at < job.enqueued_at - job.created_at:
+            continue  # sent again recently relative to how long it has waited: back off
         enqueue(job)
         if getattr(job, "send_error", ""):
             break
