@@ -176,6 +176,8 @@ class CritiqueJob(ModelChoice):
     chunk_size: int = 8
     max_state_chars: int = 2000
     calibrate_verdicts: bool = True
+    # P(success) through the outcome calibration stored on the checkpoint by a calibrate-outcome job, if any
+    calibrate_outcome: bool = True
 
     def validate(self) -> None:
         super().validate()
@@ -185,8 +187,35 @@ class CritiqueJob(ModelChoice):
         _check_step_work(self)
         if self.k > 1 and self.temperature == 0:
             raise ConfigError("temperature", "k > 1 futures need sampling: set a temperature above 0")
-        if not isinstance(self.calibrate_verdicts, bool):
-            raise ConfigError("calibrate_verdicts", "expected true or false")
+        for name in ("calibrate_verdicts", "calibrate_outcome"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, "expected true or false")
+
+
+@dataclass(frozen=True)
+class CalibrateOutcomeJob(ModelChoice):
+    """The successor's P(success) fitted to real outcomes (nlac_core.outcome): the selected episodes' steps
+    (with rewards) are split by task, a Platt scaling is fitted on one part and reported on the other (held
+    out), raw and calibrated (AUROC with a by-task interval, Brier against the base rate, reliability, flags),
+    and stored on the checkpoint: its later critique jobs map P(success) through it."""
+
+    KIND: ClassVar[str] = "calibrate-outcome"
+    steps: str = "all"
+    max_steps: int = 400
+    held_out: float = 0.5
+    seed: int = 0
+    chunk_size: int = 16
+    max_state_chars: int = 1500
+
+    def validate(self) -> None:
+        super().validate()
+        if self.backend == "openai":
+            raise ConfigError("backend", "P(success) is read from log-likelihoods: use hf or vllm")
+        _check_step_selection(self)
+        _float("held_out", self.held_out, 0.05, 0.95)
+        _int("seed", self.seed, 0, 2**31 - 1)
+        _int("chunk_size", self.chunk_size, 1, 256)
+        _int("max_state_chars", self.max_state_chars, 200, 100_000)
 
 
 @dataclass(frozen=True)
@@ -670,7 +699,7 @@ KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob,
                                                           EvaluateJob, TrainCriticJob, DistillPolicyJob,
                                                           NlacIterationJob, ImportJob, ExportJob, BuildSnapshotJob,
                                                           ExportSnapshotJob, EvaluateCriticJob, SupervisedRolloutJob,
-                                                          ReplayCriticJob, CriticDataJob)}
+                                                          ReplayCriticJob, CriticDataJob, CalibrateOutcomeJob)}
 
 
 def config_class(kind: str) -> type[JobConfig]:

@@ -99,6 +99,8 @@ class CritiqueForm(LaunchForm):
     seed = forms.IntegerField(initial=0, min_value=0)
     chunk_size = forms.IntegerField(initial=8, min_value=1, max_value=256, help_text="steps per committed chunk")
     calibrate_verdicts = forms.BooleanField(initial=True, required=False)
+    calibrate_outcome = forms.BooleanField(initial=True, required=False, label="Calibrated P(success)",
+                                           help_text="through the checkpoint's outcome calibration, if it has one")
 
 
 class RolloutForm(LaunchForm):
@@ -319,10 +321,20 @@ class ExportForm(LaunchForm):
     MODEL = False
 
 
+class CalibrateOutcomeForm(LaunchForm):
+    KIND = "calibrate-outcome"
+    backend = forms.ChoiceField(choices=[("hf", "hf"), ("vllm", "vllm")], initial="hf")
+    steps = forms.CharField(initial="all", max_length=200, help_text="all, first, last, or step numbers like 1,-2")
+    max_steps = forms.IntegerField(initial=400, min_value=1, max_value=MAX_ITEMS)
+    held_out = forms.FloatField(initial=0.5, min_value=0.05, max_value=0.95, label="Held-out share of tasks")
+    seed = forms.IntegerField(initial=0, min_value=0)
+    chunk_size = forms.IntegerField(initial=16, min_value=1, max_value=256)
+
+
 FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupForm, RefineForm, RolloutForm,
                                                            EvaluateForm, TrainCriticForm, DistillPolicyForm,
                                                            NlacIterationForm, ExportForm, SupervisedRolloutForm,
-                                                           ReplayCriticForm, CriticDataForm)}
+                                                           ReplayCriticForm, CriticDataForm, CalibrateOutcomeForm)}
 
 
 class JobFilterForm(forms.Form):

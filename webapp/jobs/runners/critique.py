@@ -52,8 +52,13 @@ def run_critique(ctx: JobContext) -> dict[str, Any]:
     checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
     ctx.use_checkpoint(checkpoint)
     backend = loaded_model.backend_for(config, checkpoint)
+    calibration = stored_calibration(checkpoint) if config.calibrate_outcome else None
+    if calibration is not None:
+        ctx.log(f"P(success) through the checkpoint's outcome calibration {calibration.id} "
+                f"(fitted on {calibration.n} steps)")
     core = CritiqueConfig(k=config.k, mode=config.mode, temperature=config.temperature, seed=config.seed,
-                          chunk_size=config.chunk_size, calibrate_verdicts=config.calibrate_verdicts)
+                          chunk_size=config.chunk_size, calibrate_verdicts=config.calibrate_verdicts,
+                          outcome_calibration=calibration)
 
     def make_rows(chunk):
         transitions = [transition_of(step, None, config.max_state_chars) for _, step in chunk]
@@ -67,4 +72,13 @@ def run_critique(ctx: JobContext) -> dict[str, Any]:
     for row in StepCritique.objects.filter(job=ctx.job).order_by().values("verdict").annotate(n=Count("id")):
         verdicts[row["verdict"] or "none"] = verdicts.get(row["verdict"] or "none", 0) + row["n"]
     return {"critiques": sum(verdicts.values()), "steps": total, "verdicts": verdicts,
-            "checkpoint": checkpoint.pk if checkpoint else None}
+            "checkpoint": checkpoint.pk if checkpoint else None,
+            "outcome_calibration": calibration.id if calibration else None}
+
+
+def stored_calibration(checkpoint):
+    """The outcome calibration a calibrate-outcome job stored on the checkpoint (None: none yet)."""
+    from nlac_core.outcome import OutcomeCalibration
+
+    data = (checkpoint.manifest or {}).get("outcome_calibration") if checkpoint is not None else None
+    return OutcomeCalibration.from_dict(data) if data else None
