@@ -122,6 +122,7 @@ def run_nlac_iteration(ctx: JobContext) -> dict[str, Any]:
     return {"children": ids, "checkpoint_produced": trained.pk, "ema_target": twin.pk,
             "replayed": state.get("replayed") or [],
             "rollout_success_rate": rollout.get("success_rate"), "rollout_mean_reward": rollout.get("mean_reward"),
+            "rollout_split": rollout.get("split"), "env_model": rollout.get("env_model"),  # what the rate is of
             "train_loss": children["train"].outputs.get("train_loss")}
 
 
