@@ -50,6 +50,7 @@ def dataset_new(request):
             form.add_error(name if name in form.fields else None, f"{exc.field}: {exc.message}")
         else:
             flash.success(request, f"Dataset {dataset.name} created; {snapshot.label} is being built by job {job.pk}.")
+            _warn_if_unsent(request, job)
             return redirect("dataset_detail", pk=dataset.pk)
     return render(request, "datasets/new.html", {"form": form}, status=400 if form.errors else 200)
 
@@ -70,7 +71,15 @@ def dataset_build(request, pk: int):
         return redirect("dataset_detail", pk=dataset.pk)
     snapshot, job = service.do_start_build(request.user, dataset, form.cleaned_data.get("notes") or "")
     flash.success(request, f"{snapshot.label} is being built by job {job.pk}.")
+    _warn_if_unsent(request, job)
     return redirect("dataset_detail", pk=dataset.pk)
+
+
+def _warn_if_unsent(request, job) -> None:
+    """A build or export keeps its job when the broker is down (the reaper sends it later): say so."""
+    if job is not None and getattr(job, "send_error", ""):
+        flash.error(request, f"The job queue cannot be reached right now ({job.send_error}): job {job.pk} waits "
+                             "and starts once it is back.")
 
 
 def _snapshot_context(snapshot: Snapshot, request) -> dict:
@@ -111,6 +120,7 @@ def snapshot_export(request, pk: int):
             flash.error(request, str(exc))
         else:
             flash.success(request, f"Export {export.pk} ({export.format}) is being written by job {job.pk}.")
+            _warn_if_unsent(request, job)
     else:
         flash.error(request, "Choose one of the export formats.")
     return redirect("snapshot_detail", pk=snapshot.pk)
@@ -148,9 +158,12 @@ def snapshot_train(request, pk: int):
               "name": d.get("name") or "", "max_steps": d["max_steps"], "learning_rate": d["learning_rate"],
               "lora": bool(d.get("lora"))}
     try:
-        job = lifecycle.check_create_job(request.user, kind, config)
+        job = lifecycle.check_launch_job(request.user, kind, config)
     except ConfigError as exc:
         flash.error(request, f"{exc.field}: {exc.message}")
+        return redirect("snapshot_detail", pk=snapshot.pk)
+    except lifecycle.BrokerUnavailable as exc:
+        flash.error(request, str(exc))
         return redirect("snapshot_detail", pk=snapshot.pk)
     flash.success(request, f"Job {job.pk} ({kind}) queued on {snapshot.label}.")
     return redirect("job_detail", pk=job.pk)
@@ -168,9 +181,12 @@ def snapshot_evaluate(request, pk: int):
     config = {"snapshot": snapshot.pk, "checkpoint": d["checkpoint"].pk if d.get("checkpoint") else None,
               "split": d["split"], "max_steps": d["max_steps"]}
     try:
-        job = lifecycle.check_create_job(request.user, "evaluate-critic", config)
+        job = lifecycle.check_launch_job(request.user, "evaluate-critic", config)
     except ConfigError as exc:
         flash.error(request, f"{exc.field}: {exc.message}")
+        return redirect("snapshot_detail", pk=snapshot.pk)
+    except lifecycle.BrokerUnavailable as exc:
+        flash.error(request, str(exc))
         return redirect("snapshot_detail", pk=snapshot.pk)
     flash.success(request, f"Job {job.pk} evaluates {d['checkpoint'] or 'the embedded model'} on the "
                            f"{d['split']} split of {snapshot.label}.")

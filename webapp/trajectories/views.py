@@ -92,6 +92,9 @@ def import_upload(request):
         if received.job is not None:
             flash.info(request, f"{upload.name} ({upload.size / 1e6:.1f} MB) is being imported by job "
                                 f"{received.job.pk}.")
+            if getattr(received.job, "send_error", ""):  # kept: the reaper sends it once the broker is back
+                flash.error(request, f"The job queue cannot be reached right now ({received.job.send_error}): "
+                                     f"job {received.job.pk} waits and starts once it is back.")
             return redirect("job_detail", pk=received.job.pk)
         project, result = received.project, received.result
         if result.ok:
