@@ -4,11 +4,13 @@ flagged Bellman target never a training record."""
 
 from __future__ import annotations
 
+import pytest
+
 from nlac_core.backends.fake import FakeBackend
 from nlac_core.bellman import backup
 from nlac_core.critic import CritiqueConfig, critique
 from nlac_core.outputs import from_json, to_json
-from nlac_core.sections import continue_paragraph, is_degenerate, one_paragraph
+from nlac_core.sections import continue_line, continue_paragraph, is_degenerate, one_paragraph
 from nlac_core.sft_data import StepIndex, successor_records
 from nlac_core.successor import FUTURE_PRIMER, predict_futures, transition_of
 from tests.nlac_core._steps import tau_steps
@@ -101,3 +103,22 @@ def transition_request():
 
     requests, _ = successor_requests([transition_of(tau_steps()[0])])
     return requests[0]
+
+
+@pytest.mark.slow
+def test_it_writes_content_where_the_embedded_model_broke_the_line_after_the_opener(embedded_backend):
+    """Steps 4, 5, 8 and 9 of `critique gpt-4o-airline.json --limit 3 --max-steps 12`: cut at the first line
+    break, the embedded model's future is the opener alone on each; written as a paragraph, each has content."""
+    from nlac_core.commands.algorithm import load_trajectories, select_steps
+    from nlac_core.successor import successor_requests
+    from tests.conftest import TAU_GPT4O
+
+    steps = select_steps(load_trajectories(str(TAU_GPT4O), None, 3), "all", 12)
+    chosen = [steps[i] for i in (4, 5, 8, 9)]
+    requests, _ = successor_requests([transition_of(s, None, 2000) for s in chosen])
+    spec = CritiqueConfig().spec(64)
+    lines = continue_line(embedded_backend, requests, "FUTURE", spec, primer=FUTURE_PRIMER)
+    assert all(is_degenerate(line, FUTURE_PRIMER) for line in lines), lines  # what the landed code stored
+    paragraphs = continue_paragraph(embedded_backend, requests, "FUTURE", spec, primer=FUTURE_PRIMER)
+    assert not any(p.degenerate for p in paragraphs), [p.text for p in paragraphs]
+    assert all(len(p.text.split()) > 8 and "\n" not in p.text for p in paragraphs)
