@@ -22,7 +22,13 @@ def says_success(request) -> float:
 
 
 def test_it_flags_a_successor_that_says_success_everywhere(project, gold_set, personas, client_for):
+    from webapp.trajectories.models import Trajectory
+
     snapshot = build(make_dataset(project, name="outcome check", fractions=[0.5, 0, 0.5]))
+    # which tasks land in the test split depends on their hashes: make every held-out episode a lost one, so
+    # what the successor should have said is known (a success rate of 0)
+    held = snapshot.records.filter(split="test").values_list("trajectory_id", flat=True)
+    Trajectory.objects.filter(pk__in=held).update(success=False)
     loaded_model.override(lambda config, checkpoint: FakeBackend(responder=lambda r: " the user agrees.",
                                                                  scorer=says_success))
     try:
@@ -35,8 +41,8 @@ def test_it_flags_a_successor_that_says_success_everywhere(project, gold_set, pe
     outcome = job.outputs["outcome"]
     n = job.outputs["evaluated"]
     assert outcome["n"] == n > 0 and outcome["share_predicted_success"] == 1.0
-    assert outcome["success_rate"] < 0.8
-    assert outcome["flags"][0].startswith("says success everywhere: 100% of steps predicted success")
+    assert outcome["success_rate"] == 0.0
+    assert outcome["flags"][0] == "says success everywhere: 100% of steps predicted success, 0% of them succeeded"
     assert outcome["brier"] > outcome["base_rate_brier"]
     page = client_for("researcher").get(f"/checkpoints/compare/?id={job.checkpoint_id}").content.decode()
     assert "says success everywhere" in page and "P(success) AUROC" in page

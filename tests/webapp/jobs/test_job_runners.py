@@ -287,7 +287,9 @@ def test_it_distils_refined_actions_into_a_registered_policy_checkpoint(tau_proj
         critiqued = critique_job(tau_project, personas["researcher"], n=2)
         execute(critiqued.pk, "w:1")
         ids = critiqued.selection["trajectory_ids"]
-        refined = lifecycle.check_create_job(personas["researcher"], "refine", {}, {"trajectory_ids": ids})
+        # the scripted critic ties every verdict ("optimal" wins): rewrite those steps anyway, to distil them
+        refined = lifecycle.check_create_job(personas["researcher"], "refine", {"refine_optimal": True},
+                                             {"trajectory_ids": ids})
         execute(refined.pk, "w:1")
     finally:
         loaded_model.override(None)
