@@ -32,13 +32,12 @@ def _episodes(rollout: Job) -> list[int]:
     return list(Trajectory.objects.filter(meta__job=rollout.pk).order_by("id").values_list("pk", flat=True))
 
 
-def _replay(config: NlacIterationJob, rollout: Job) -> list[int]:
+def _replay(config: NlacIterationJob, rollout: Job, fresh: list[int]) -> list[int]:
     """Stored trajectories of the rollout's project drawn from the replay buffer (``nlac_core.replay``): the
     environment's own and, for tool use, imported runs; never this iteration's fresh episodes."""
     from nlac_core.replay import ReplayConfig, draw_trajectories
     from webapp.trajectories.models import Trajectory
 
-    fresh = _episodes(rollout)
     stored = Trajectory.objects.filter(project__slug=rollout.outputs.get("project")).exclude(pk__in=fresh)
     candidates = [(pk, n) for pk, n, env in stored.values_list("pk", "n_steps", "meta__env")
                   if env == config.env or (config.env == "tool_use" and env is None)]
@@ -90,9 +89,10 @@ def run_nlac_iteration(ctx: JobContext) -> dict[str, Any]:
         child = children.get(phase)
         if child is None:
             if phase != "rollout" and "replayed" not in state:  # drawn once, so every phase takes the same
-                state["replayed"] = _replay(config, children["rollout"])
+                fresh = _episodes(children["rollout"])
+                state["replayed"] = _replay(config, children["rollout"], fresh)
                 ctx.log(f"replay buffer: {len(state['replayed'])} stored trajectories drawn beside the rollout's "
-                        f"{len(_episodes(children['rollout']))} episodes")
+                        f"{len(fresh)} episodes")
             kind, child_config, selection = _child_request(phase, config, online, target, children,
                                                            state.get("replayed") or [])
             child = lifecycle.check_create_job(ctx.job.created_by, kind, child_config, selection, parent=ctx.job)

@@ -70,6 +70,9 @@ class _Writer:
                                                    for t in Task.objects.filter(project=project)}
         self.pending: list[tuple[int, TrajectoryRecord, str]] = []
         self.earlier: dict[str, str] = {}  # content hash -> the hash an earlier version stored for that episode
+        # only tau-bench rows stored without the flag can hold such a hash: otherwise hash each record once
+        self.legacy = Trajectory.objects.filter(project=project, source_format="tau-bench",
+                                                source_model_from_file_name=False).exists()
         self.seen_hashes: set[str] = set()
 
     def task_for(self, record: TaskRecord) -> Task:
@@ -85,7 +88,7 @@ class _Writer:
     def add(self, index: int, record: TrajectoryRecord) -> None:
         self.batch.n_records += 1
         h = record.content_hash()
-        if record.source_model_from_file_name:
+        if record.source_model_from_file_name and self.legacy:
             # Before file names left the hash, this episode was stored under a hash that included its label.
             self.earlier[h] = replace(record, source_model_from_file_name=False).content_hash()
         self.pending.append((index, record, h))
