@@ -4,6 +4,7 @@
     convert-model, generate, serve  models and backends
     critique, backup, refine        the NLAC steps over trajectory JSONL
     calibrate-outcome               P(success) fitted to real outcomes, with AUROC and reliability
+    evaluate-critic                 a runtime critic against labels: AUROC, balanced accuracy, baselines
     build-dataset, train            SFT datasets and training
     rollout, evaluate               environments (20 Questions, MATH, tool use)
     first-errors, judge             the runtime critic: labels from gold actions, offline checks
@@ -31,6 +32,7 @@ COMMAND_MODULES = (
     "nlac_core.commands.envs",
     "nlac_core.commands.supervision",
     "nlac_core.commands.outcome",
+    "nlac_core.commands.critic_eval",
 )
 
 

@@ -204,11 +204,7 @@ class Supervisor:
     def _check(self, slots, proposals) -> list[tuple[str, str, dict[str, float]]]:
         """(decision, feedback, P(decision)) per proposal; the probabilities calibrated unless turned off."""
         requests = self._requests(slots, proposals)
-        baselines = None
-        if self.config.calibrate:
-            empty = RUNTIME_CRITIC.render(policy=CONTENT_FREE, state=CONTENT_FREE, action=CONTENT_FREE).request()
-            baselines = [empty] * len(requests)
-        probs = choose(self.critic, requests, "DECISION", DECISIONS, self.critic_spec, baselines=baselines)
+        probs = decision_probs(self.critic, requests, self.config.calibrate, self.critic_spec)
         decisions = [max(p, key=p.get) if p else "approve" for p in probs]  # unreadable: the action runs
         lines = iter(self._feedback([r for r, d in zip(requests, decisions, strict=True) if d == "intervene"]))
         return [(d, next(lines) if d == "intervene" else "", {k: round(v, 4) for k, v in p.items()})
@@ -219,6 +215,18 @@ class Supervisor:
         lines = continue_line(self.critic, [ChatRequest(r.messages, "DECISION: intervene\n") for r in requests],
                               "FEEDBACK", self.critic_spec)
         return [line or "the action does not follow the policy" for line in lines]
+
+
+def decision_probs(critic: Backend, requests: Sequence[ChatRequest], calibrate: bool = True,
+                   spec: SamplingSpec | None = None) -> list[dict[str, float]]:
+    """P(approve), P(intervene) for runtime-critic prompts (``RUNTIME_CRITIC``, as a runtime-critic dataset
+    record's prompt is), by likelihood after ``DECISION:``; calibrated against the content-free prompt unless
+    ``calibrate`` is off. An empty dict: the backend wrote something else (no likelihoods)."""
+    baselines = None
+    if calibrate:
+        empty = RUNTIME_CRITIC.render(policy=CONTENT_FREE, state=CONTENT_FREE, action=CONTENT_FREE).request()
+        baselines = [empty] * len(requests)
+    return choose(critic, requests, "DECISION", DECISIONS, spec, baselines=baselines)
 
 
 def revise(actor: Backend, spec: SamplingSpec, rendered: Sequence[Rendered], proposals: Sequence[str],

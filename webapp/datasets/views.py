@@ -95,7 +95,8 @@ def _snapshot_context(snapshot: Snapshot, request) -> dict:
             "train_form": TrainForm(), "evaluate_form": EvaluateForm(),
             "trainable": snapshot.dataset.kind in ("critic_targets", "successor_targets", "runtime_critic"),
             "distillable": snapshot.dataset.kind == "distillation",
-            "evaluable": snapshot.dataset.kind == "critic_targets", "uses": lineage.snapshot_uses(snapshot)}
+            "evaluable": snapshot.dataset.kind in ("critic_targets", "runtime_critic"),
+            "uses": lineage.snapshot_uses(snapshot)}
 
 
 def _settled(snapshot: Snapshot) -> Snapshot:
@@ -225,4 +226,6 @@ def checkpoint_compare(request):
         "mixed": len({((c.critic.config or {}).get("snapshot"), (c.critic.config or {}).get("split"))
                       for c in cols if c.critic}) > 1, "pass_bars": compare.pass_k_bars(cols), "g": compare.GEOMETRY,
         "all_checkpoints": Checkpoint.objects.order_by("-id")[:200], "chosen": {c.pk for c in chosen},
-        "mixed_environments": compare.mixed_environments(cols)})
+        "mixed_environments": compare.mixed_environments(cols),
+        "auroc_marks": compare.auroc_intervals([(c.checkpoint.name, c.colour, c.report, c.base) for c in cols]),
+        "critic_table": compare.critic_table([(c.report, c.base) for c in cols])})

@@ -537,9 +537,11 @@ class ExportSnapshotJob(JobConfig):
 
 @dataclass(frozen=True)
 class EvaluateCriticJob(ModelChoice):
-    """A critic checkpoint against held-out human verdicts: it critiques every step of a snapshot split that a
-    human judged, and is scored on verdict accuracy (with the confusion matrix), the calibration of its predicted
-    outcome against the episodes' real outcomes, and the similarity of its critique to the human's text."""
+    """A critic checkpoint against held-out reference labels (human verdicts; in runtime-critic data also the
+    first-error labels from gold actions): it judges every labelled step of a snapshot split and is scored on
+    AUROC, balanced accuracy, false alarms (intervals by task), Brier against the base rate and positivity,
+    beside the majority class and, with ``compare_base``, its base checkpoint on the same steps; critic targets
+    also on verdict accuracy, predicted-outcome calibration and the similarity of its critique to the human's."""
 
     KIND: ClassVar[str] = "evaluate-critic"
     NEEDS_SELECTION: ClassVar[bool] = False
@@ -550,6 +552,7 @@ class EvaluateCriticJob(ModelChoice):
     chunk_size: int = 8
     max_state_chars: int = 2000
     calibrate_verdicts: bool = True
+    compare_base: bool = True  # also judge the same steps with the root of the checkpoint's lineage
 
     def validate(self) -> None:
         super().validate()
@@ -559,8 +562,9 @@ class EvaluateCriticJob(ModelChoice):
         _choice("mode", self.mode, CRITIQUE_MODES)
         _int("chunk_size", self.chunk_size, 1, 256)
         _int("max_state_chars", self.max_state_chars, 200, 100_000)
-        if not isinstance(self.calibrate_verdicts, bool):
-            raise ConfigError("calibrate_verdicts", "expected true or false")
+        for name in ("calibrate_verdicts", "compare_base"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, "expected true or false")
 
 
 def _check_supervision(config) -> None:

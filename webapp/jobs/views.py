@@ -87,7 +87,17 @@ def _detail_context(job: Job) -> dict:
                               .order_by("trajectory_id", "step_index")[:20]),
         "produced": list(job.checkpoints.all()),
         "arms": _arm_rows(job),
+        "critic": _critic_figures(job),
     }
+
+
+def _critic_figures(job: Job) -> dict | None:
+    """An evaluate-critic job's figures against its baselines, with their charts (as the compare page draws)."""
+    if job.kind != "evaluate-critic" or not (job.outputs or {}).get("critic"):
+        return None
+    from webapp.datasets.compare import critic_figures
+
+    return critic_figures(job.outputs, job.checkpoint.name if job.checkpoint else "this critic")
 
 
 def _arm_rows(job: Job) -> list[tuple[str, dict]]:

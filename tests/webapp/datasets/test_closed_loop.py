@@ -25,7 +25,7 @@ def test_it_closes_the_loop_from_human_edits_to_a_compared_checkpoint(project, g
     trained = Checkpoint.objects.get(pk=train.outputs["checkpoint_produced"])
     assert trained.produced_by == train and train.outputs["records"] == snapshot.card["splits"]["train"]
 
-    scores = {}
+    scores, jobs = {}, {}
     for checkpoint in (None, trained.pk):
         job = lifecycle.check_create_job(researcher, "evaluate-critic", {
             "snapshot": snapshot.pk, "checkpoint": checkpoint, "split": "test", "max_steps": 3, "chunk_size": 3,
@@ -37,13 +37,23 @@ def test_it_closes_the_loop_from_human_edits_to_a_compared_checkpoint(project, g
         assert sum(sum(row.values()) for row in out["verdict"]["confusion"].values()) == 3
         assert 0 <= out["verdict"]["accuracy"] <= 1 and 0 <= out["similarity"] <= 1
         assert out["calibration"]["n"] == 3 and sum(b["n"] for b in out["calibration"]["bins"]) == 3
-        scores[job.checkpoint_id] = out
+        assert out["critic"]["n"] == 3 and out["critic"]["majority"]["accuracy"] is not None
+        scores[job.checkpoint_id], jobs[job.checkpoint_id] = out, job.pk
     base = next(pk for pk in scores if pk != trained.pk)
+    # the base is the trained checkpoint's baseline on the same steps, taken from its own evaluation
+    assert scores[base]["base"]["skipped"] and scores[trained.pk]["base"]["checkpoint"] == base
+    assert scores[trained.pk]["base"]["from_job"] == jobs[base]
+    assert {k: scores[trained.pk]["base"][k] for k in ("n", "auroc", "positivity")} == \
+        {k: scores[base]["critic"][k] for k in ("n", "auroc", "positivity")}
 
     client = client_for("researcher")
     page = client.get(f"/checkpoints/compare/?id={base}&id={trained.pk}").content.decode()
     assert "critic-loop" in page and Checkpoint.objects.get(pk=base).name in page
-    assert page.count('class="bar"') >= 2 and page.count('class="reliability"') == 2
+    # reliability diagrams of P(success) and of P(flag), one line per checkpoint each
+    assert page.count('class="bar"') >= 2 and page.count('class="reliability"') == 4
+    assert 'id="auroc-chart"' in page and 'data-figure="balanced_accuracy"' in page and "base: " in page
+    detail = client.get(f"/jobs/{jobs[trained.pk]}/").content.decode()
+    assert 'id="critic-figures"' in detail and "base checkpoint" in detail
     lineage = client.get(f"/checkpoints/{trained.pk}/").content.decode()
     gold = snapshot.records.filter(split="train", source="gold").count()
     assert f"trained on loop critic v1, built from {gold} gold revisions by 1 annotator" in lineage

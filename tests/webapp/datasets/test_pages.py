@@ -57,7 +57,7 @@ def test_it_shows_the_card_records_and_lets_a_researcher_launch_training(project
     client = client_for("researcher")
     page = client.get(f"/snapshots/{snapshot.pk}/").content.decode()
     assert "gold: 18" in page and "bellman: 6" in page and 'id="train-button"' in page
-    assert "Train critic on this" in page and "Evaluate a critic against the human verdicts" in page
+    assert "Train critic on this" in page and "Evaluate a critic against the held-out human verdicts" in page
     assert client.get(f"/snapshots/{snapshot.pk}/?split=test").status_code == 200
     response = client.post(f"/snapshots/{snapshot.pk}/train/", {"max_steps": 3, "learning_rate": 1e-5,
                                                                 "name": "critic-gold"})

@@ -97,7 +97,8 @@ def _check_snapshot(config: JobConfig) -> None:
     if snapshot is None or snapshot.status != Snapshot.READY:
         raise ConfigError("snapshot", f"no built snapshot with id {config.snapshot}")
     wanted = {"train-critic": ("critic_targets", "successor_targets", "runtime_critic"),
-              "distill-policy": ("distillation",), "evaluate-critic": ("critic_targets",)}.get(config.KIND, ())
+              "distill-policy": ("distillation",),
+              "evaluate-critic": ("critic_targets", "runtime_critic")}.get(config.KIND, ())
     if wanted and snapshot.dataset.kind not in wanted:
         raise ConfigError("snapshot", f"a {config.KIND} job takes a {' or '.join(w.replace('_', ' ') for w in wanted)}"
                                       f" snapshot; {snapshot.label} holds {snapshot.dataset.get_kind_display()}")
