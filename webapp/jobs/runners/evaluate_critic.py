@@ -113,7 +113,7 @@ def _judge_rows(job: Job, config: EvaluateCriticJob, kind: str, checkpoint: Chec
 
 def judge(backend, config: EvaluateCriticJob, kind: str, chunk) -> list[Any]:
     """The critic's Critique of each snapshot record's step (see the module docstring)."""
-    from nlac_core.backends.base import ChatRequest, Provenance
+    from nlac_core.backends.base import ChatRequest, Provenance, SamplingSpec
     from nlac_core.critic import CritiqueConfig, critique
     from nlac_core.prompts.nlac import RUNTIME_CRITIC
     from nlac_core.state import step_of
@@ -126,8 +126,9 @@ def judge(backend, config: EvaluateCriticJob, kind: str, chunk) -> list[Any]:
     steps = [step_of(trajectories[r.trajectory_id], r.step_index) for r in chunk]
     if kind == "runtime_critic":
         requests = [ChatRequest(list(r.data["prompt"])) for r in chunk]
-        probs = decision_probs(backend, requests, config.calibrate_verdicts)
-        provenance = Provenance.of(RUNTIME_CRITIC.prompt_id, backend, None)
+        spec = SamplingSpec(max_new_tokens=8)  # what choose() writes with a backend without likelihoods
+        probs = decision_probs(backend, requests, config.calibrate_verdicts, spec)
+        provenance = Provenance.of(RUNTIME_CRITIC.prompt_id, backend, spec)
         calibration = "content_free" if config.calibrate_verdicts else ""
         return [as_critique(ref_of(s), {"round": 0, "proposal": _judged_action(s, r), "executed": False,
                                         "decision": max(p, key=p.get) if p else "approve", "decision_probs": p,
