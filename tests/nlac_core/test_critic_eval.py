@@ -132,3 +132,38 @@ def test_it_reports_scores_from_a_file_through_the_cli(tmp_path, capsys):
     assert main(["evaluate-critic", "--scores", str(bad)]) == 2
     assert "bad.jsonl, line 1" in capsys.readouterr().err
     assert main(["evaluate-critic"]) == 2
+
+
+@pytest.mark.slow
+def test_it_judges_runtime_records_with_the_embedded_model_through_the_cli(tmp_path, capsys, embedded_model_dir,
+                                                                          embedded_backend):
+    """Runtime-critic records of real tau-bench steps (split, provenance and task as the Parquet export keeps
+    them): the CLI's figures are those of the same records judged in-process, and --split keeps its split only."""
+    from nlac_core.cli import main
+    from nlac_core.commands.algorithm import load_trajectories
+    from nlac_core.critic_eval import judge_runtime_records
+    from nlac_core.datasets import runtime_record
+    from nlac_core.state import step_of
+    from tests.conftest import TAU_GPT4O
+
+    if not TAU_GPT4O.is_file():
+        pytest.skip("../shared/data is not beside this checkout")
+    trajectories = load_trajectories(str(TAU_GPT4O), None, 6)
+    records = []
+    for k, t in enumerate(trajectories):
+        for index, verdict in ((1, "optimal"), (2, "suboptimal")):
+            r = runtime_record(step_of(t, index), t.policy, verdict, "check the booking first", {}, "label", 500,
+                               max_policy_chars=300)
+            records.append({**r, "split": "test" if k % 2 else "train", "task": t.task.external_id,
+                            "provenance": json.dumps(r["provenance"])})
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "report.json"
+    assert main(["evaluate-critic", "--records", str(path), "--model", str(embedded_model_dir),
+                 "--report", str(out)]) == 0
+    test = [{**r, "provenance": json.loads(r["provenance"])} for r in records if r["split"] == "test"]
+    expected = critic_report(judge_runtime_records(embedded_backend, test, [r["task"] for r in test]))
+    got = json.loads(out.read_text())["critic"]
+    assert got["n"] == len(test) == 6 and got["positives"] == 3
+    assert got["auroc"] == pytest.approx(expected["auroc"]) and got["positivity"] == expected["positivity"]
+    assert "critic: n=6 tasks=3" in capsys.readouterr().out
