@@ -11,6 +11,7 @@ through the product's import service, and the success criterion stated before an
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -51,6 +52,7 @@ class Experiment:
         # checkpoints it finds in its folder
         if args.quick:
             scratch = Path(tempfile.mkdtemp(prefix=f"nlac-bench-{name}-"))
+            atexit.register(shutil.rmtree, scratch, True)  # a quick run's checkpoints are a gigabyte: not kept
         else:
             scratch = ROOT / "var" / f"bench-{name}"
             shutil.rmtree(scratch, ignore_errors=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from nlac_core.backends.base import Backend, Provenance, SamplingSpec
 from nlac_core.outcome import OutcomeCalibration
 from nlac_core.outputs import Critique, Future
-from nlac_core.prompts.nlac import EVALUATOR, EVALUATOR_ZERO_SHOT, VERDICTS
+from nlac_core.prompts.nlac import VERDICTS, evaluator_for
 from nlac_core.prompts.parsing import parse_critique
 from nlac_core.sections import CONTENT_FREE, best, choose, continue_line, continue_paragraph, extend
 from nlac_core.successor import FUTURE_PRIMER, Transition, predict_futures
@@ -75,7 +75,7 @@ def critique(backend: Backend, transitions: Sequence[Transition], config: Critiq
                                   sectioned=config.mode == "sectioned", calibration=config.outcome_calibration)
     # Sectioned writing enforces the format itself; a worked example would only be
     # copied word for word by a small model, so it goes without one.
-    template = EVALUATOR if config.mode == "free" else EVALUATOR_ZERO_SHOT
+    template = evaluator_for(config.mode)
     rendered = [template.render(state=t.state, action=t.action, futures=render_futures(f))
                 for t, f in zip(transitions, futures, strict=True)]
     requests = [r.request() for r in rendered]

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nlac_core.prompts.nlac import EVALUATOR, RUNTIME_CRITIC
+from nlac_core.prompts.nlac import RUNTIME_CRITIC, TRAINED_EVALUATOR
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView
 from nlac_core.successor import transition_of
 
@@ -105,7 +105,7 @@ def human_critique_record(step: StepView, human: HumanCritique, futures_text: st
                           source: str = "gold", max_state_chars: int = DEFAULT_MAX_CHARS) -> Record:
     """Evaluator prompt for (s, a) and the futures the model had predicted -> the human's critique."""
     t = transition_of(step, None, max_state_chars)
-    rendered = EVALUATOR.render(state=t.state, action=t.action, futures=futures_text or "(no prediction)")
+    rendered = TRAINED_EVALUATOR.render(state=t.state, action=t.action, futures=futures_text or "(no prediction)")
     return _record(rendered.messages, human.render(), source, {**provenance, "prompt_id": rendered.prompt_id})
 
 

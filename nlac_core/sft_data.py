@@ -23,7 +23,7 @@ from typing import Any
 from nlac_core.bellman import PolicyPrompter, generic_policy_prompt
 from nlac_core.critic import render_futures
 from nlac_core.outputs import BellmanTarget, Critique, Refinement, StepRef
-from nlac_core.prompts.nlac import EVALUATOR, SUCCESSOR
+from nlac_core.prompts.nlac import SUCCESSOR, TRAINED_EVALUATOR
 from nlac_core.records import TrajectoryRecord
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView, step_of
 from nlac_core.successor import render_future, transition_of
@@ -81,7 +81,7 @@ def critique_records(critiques: Iterable[Critique], index: StepIndex, require_pa
         if require_parsed and not c.parse_ok:
             continue
         t = transition_of(index.step(c.step), None, max_state_chars)
-        rendered = EVALUATOR.render(state=t.state, action=t.action, futures=render_futures(c.futures))
+        rendered = TRAINED_EVALUATOR.render(state=t.state, action=t.action, futures=render_futures(c.futures))
         out.append(_record(rendered.messages, c.render(), {
             "kind": "critique", "step": asdict(c.step), "prompt_id": rendered.prompt_id, "mode": c.mode,
             "source": _source(c.provenance)}))

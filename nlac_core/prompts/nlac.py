@@ -61,6 +61,16 @@ EVALUATOR = PromptTemplate(
 
 EVALUATOR_ZERO_SHOT = PromptTemplate(name="evaluator_zero_shot", system=EVALUATOR.system, user=EVALUATOR.user)
 
+
+def evaluator_for(mode: str) -> PromptTemplate:
+    """The evaluator prompt of a critique mode: "free" writes the whole critique after a worked example (an
+    untrained model needs one); "sectioned" (the default) writes it section by section without one. A critic
+    is trained on the sectioned prompt (``TRAINED_EVALUATOR``): the prompt it is then judged and used with."""
+    return EVALUATOR if mode == "free" else EVALUATOR_ZERO_SHOT
+
+
+TRAINED_EVALUATOR = evaluator_for("sectioned")
+
 BACKUP = PromptTemplate(
     name="backup",
     system=("You write what happens after an AI agent's action. You are told what happened right after it, "

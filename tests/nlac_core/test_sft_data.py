@@ -67,3 +67,25 @@ def test_it_hashes_records_with_their_provenance_in_order():
     assert records_hash(records) == records_hash([dict(r) for r in records])
     assert records_hash(records) != records_hash([{**r, "provenance": {}} for r in records])
     assert records_hash(records) != records_hash(records[::-1])
+
+
+def test_it_trains_the_critic_on_the_prompt_it_is_judged_with():
+    """A critic-target record's prompt (a model critique's, and a human correction's) is the prompt the sectioned
+    critique (the default, as evaluate-critic judges) sends for the same step and futures: no worked example
+    the critic never sees again."""
+    from nlac_core.critic import render_futures
+    from nlac_core.datasets import HumanCritique, human_critique_record
+
+    steps = tau_steps()[:2]
+    seen = []
+    backend = FakeBackend(responder=lambda r: seen.append(r.messages) or " fine")
+    critiques = critique(backend, [transition_of(s) for s in steps])
+    records = critique_records(critiques, StepIndex(tau_trajectories(1)), require_parsed=False)
+    sent = [list(m) for m in seen if m[-1]["content"].endswith("Critique the action.")]
+    for record, c in zip(records, critiques, strict=True):
+        assert record["prompt"] in sent
+        assert record["provenance"]["prompt_id"] == c.provenance.prompt_id  # evaluator_zero_shot@...
+        assert not any("cancel_order" in m["content"] for m in record["prompt"])  # the worked example's call
+    human = human_critique_record(steps[0], HumanCritique("f", "failure", "suboptimal", "r", "s"),
+                                  render_futures(critiques[0].futures), {})
+    assert human["prompt"] == records[0]["prompt"]
