@@ -50,7 +50,7 @@ def test_it_takes_the_best_target_of_each_step_with_its_provenance(project, traj
     assert gold.data["completion"][0]["content"].startswith("FUTURE: human future 0\nOUTCOME: failure\n"
                                                             "VERDICT: harmful")
     assert "model future 0" in gold.data["prompt"][-1]["content"]  # the futures the model had predicted
-    assert gold.prompt_id.startswith("evaluator@")
+    assert gold.prompt_id.startswith("evaluator_zero_shot@")  # the prompt the critic is judged with
     assert rows[1].source == "bellman"  # a submitted revision only counts when asked for
     assert rows[2].source == "bellman" and rows[2].target_id == every_source["target2"].pk
     assert rows[2].data["completion"][0]["content"] == "FUTURE: the newest target\nOUTCOME: failure"
