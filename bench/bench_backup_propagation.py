@@ -47,7 +47,10 @@ calibrate-outcome job makes. That job itself is not used: its Platt fit fails wh
 Figures (``nlac_core.outcome.outcome_report``): AUROC of won against lost episodes with a bootstrap 95% interval
 resampled by task, the Brier score beside the base-rate predictor's (the held-out success rate), mean P(success).
 Beside them, for each backup, the AUROC of its T-1 targets' outcomes against the real outcomes of the train
-episodes: whether the backup itself carried anything, before any training.
+episodes: whether the backup itself carried anything, before any training; and the same for the OUTCOME words the
+training records say: drawn from each target's P(success), seeded per step (the default, ``outcome_target="sample"``:
+d_t+1 is a sample of M_target), beside the likelier word (``"threshold"``), which says "success" for every P above
+0.5 and so carries nothing back while the target network says about 0.9 everywhere.
 
 The success criterion (``CRITERION``) and the rule that picks the default schedule (``DEFAULT_RULE``) are fixed here
 and printed before the run.
@@ -213,7 +216,7 @@ def run(exp: Experiment, args) -> None:
     # iteration 1 of the Bellman arms: the target network is the base model under every schedule (shared)
     backup1 = exp.job("backup", backup_config(args, None, None), {"trajectory_ids": data.train_ids},
                       label="backup, iteration 1 (target = base)")
-    shared_targets = target_signal(backup1["_job"], data)
+    shared_targets = target_signal(backup1["_job"], data, args.seed)
     online1 = train(exp, args, data, None, "E2 bellman it1", "train-critic, iteration 1 (Bellman)")
 
     # the Monte Carlo arms train on the same targets with the outcomes replaced (each training job freezes its
@@ -221,7 +224,7 @@ def run(exp: Experiment, args) -> None:
     with monte_carlo_rows(backup1["_job"]) as rewrite:
         for arm in (REFERENCE, PLACEBO):
             rewrite(data, shuffle=arm == PLACEBO, seed=args.seed)
-            targets[arm][1] = targets[arm][2] = target_signal(backup1["_job"], data)
+            targets[arm][1] = targets[arm][2] = target_signal(backup1["_job"], data, args.seed)
             previous = None
             for iteration in (1, 2):
                 previous = train(exp, args, data, previous, f"E2 {arm} it{iteration}",
@@ -245,7 +248,7 @@ def run(exp: Experiment, args) -> None:
         target = update_target(start, online1_row, arm, kind, tau, every)
         backup2 = exp.job("backup", backup_config(args, online1, target), {"trajectory_ids": data.train_ids},
                           label=f"backup, iteration 2 ({arm} target)")
-        targets[arm][2] = target_signal(backup2["_job"], data)
+        targets[arm][2] = target_signal(backup2["_job"], data, args.seed)
         online2 = train(exp, args, data, online1, f"E2 {arm} it2", f"train-critic, iteration 2 ({arm})")
         checkpoints[arm][2] = online2
         figures[arm][2] = scorer.score(online2, f"iteration 2 ({arm})")
@@ -330,15 +333,31 @@ def monte_carlo_rows(job_pk: int):
             row.save(update_fields=["record", "success_prob"])
 
 
-def target_signal(job_pk: int, data: Episodes) -> dict[str, Any]:
-    """The backup's T-1 targets' outcomes against the train episodes' real outcomes (AUROC, share 'success')."""
+def target_signal(job_pk: int, data: Episodes, seed: int) -> dict[str, Any]:
+    """The backup's T-1 targets against the train episodes' real outcomes: the AUROC of their P(success), and the
+    agreement of the OUTCOME words the training records say (``successor.outcome_word``: drawn from P with the
+    training's seed, the default, and the likelier word beside it), before any training."""
     from nlac_core.outcome import Scored, auroc
+    from nlac_core.outputs import from_json
+    from nlac_core.successor import outcome_draw, outcome_word
     from webapp.jobs.models import StepTarget
 
-    rows = StepTarget.objects.filter(job_id=job_pk, terminal=False).values_list("trajectory_id", "success_prob")
-    items = [Scored("", p, data.outcome[tid]) for tid, p in rows if p is not None]
+    rows = StepTarget.objects.filter(job_id=job_pk, terminal=False).values_list("trajectory_id", "success_prob",
+                                                                                  "record")
+    items, words = [], {"sample": [], "threshold": []}
+    for tid, p, record in rows:
+        if p is None:
+            continue
+        items.append(Scored("", p, data.outcome[tid]))
+        draw = outcome_draw(from_json(record).step, seed)
+        for how, out in words.items():
+            out.append(Scored("", float(outcome_word(p, how, draw) == "success"), data.outcome[tid]))
+    share = {how: sum(i.prob for i in out) / len(out) if out else None for how, out in words.items()}
     return {"t_minus_1_targets": len(items), "auroc_vs_real": auroc(items),
-            "share_success": sum(i.prob >= 0.5 for i in items) / len(items) if items else None}
+            "share_success": sum(i.prob >= 0.5 for i in items) / len(items) if items else None,
+            "mean_p": sum(i.prob for i in items) / len(items) if items else None,
+            "word_auroc_vs_real": {how: auroc(out) for how, out in words.items()},
+            "word_share_success": share}
 
 
 # -- measuring -------------------------------------------------------------------------------------------------------
@@ -391,7 +410,8 @@ class Scorer:
 def table(exp: Experiment, figures, targets) -> None:
     exp.say("\nP(success) on the held-out episodes (AUROC [95% by task]; Brier vs the base-rate Brier; mean P):")
     exp.say(f"{'arm':<12} {'it':>2} {'pos':<4} {'n':>4} {'AUROC':>9} {'95% CI':<17} {'Brier':>6} {'base':>6} "
-            f"{'meanP':>6}  T-1 targets: AUROC vs real, share 'success'")
+            f"{'meanP':>6}  T-1 targets vs real outcomes: AUROC of P, mean P; OUTCOME words (sampled | "
+            "thresholded): AUROC, share 'success'")
     for arm in ARMS:
         for i in ITERATIONS:
             for position in POSITIONS:
@@ -399,7 +419,9 @@ def table(exp: Experiment, figures, targets) -> None:
                 extra = ""
                 if position == "T-1" and i in targets[arm]:
                     t = targets[arm][i]
-                    extra = f"  {fmt(t['auroc_vs_real'])}, {fmt(t['share_success'], '.2f')}"
+                    wa, ws = t["word_auroc_vs_real"], t["word_share_success"]
+                    extra = (f"  {fmt(t['auroc_vs_real'])}, {fmt(t['mean_p'], '.2f')}; {fmt(wa['sample'])} "
+                             f"{fmt(ws['sample'], '.2f')} | {fmt(wa['threshold'])} {fmt(ws['threshold'], '.2f')}")
                 exp.say(f"{arm:<12} {i:>2} {position:<4} {f['n']:>4} {fmt(f['auroc']):>9} "
                         f"{interval(f['auroc_ci95']):<17} {fmt(f['brier']):>6} {fmt(f['base_rate_brier']):>6} "
                         f"{fmt(f['mean_predicted']):>6}{extra}")

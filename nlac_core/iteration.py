@@ -33,7 +33,7 @@ from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
 from nlac_core.replay import ReplayConfig, draw
 from nlac_core.sft_data import StepIndex, distillation_records, records_hash, successor_records
 from nlac_core.state import StepView
-from nlac_core.successor import transition_of
+from nlac_core.successor import OUTCOME_TARGETS, transition_of
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 LoadBackend = Callable[[str], Backend]  # model directory -> backend
@@ -58,6 +58,7 @@ class IterationConfig:
     backup: BackupConfig = field(default_factory=lambda: BackupConfig(next_action="policy", max_state_chars=1500))
     refine: RefineConfig = field(default_factory=RefineConfig)
     distill_kept: bool = True  # a step kept without a refine call (optimal, or won) is its own distillation target
+    outcome_target: str = "sample"  # how a Bellman target's P(success) becomes its OUTCOME word (successor.py)
     replay: ReplayConfig = field(default_factory=ReplayConfig)  # off-policy: transitions drawn from the buffer too
     sft: dict[str, Any] = field(default_factory=dict)  # SFTRunConfig fields
 
@@ -65,6 +66,8 @@ class IterationConfig:
         if self.tasks < 1 or self.trials < 1:
             raise ValueError(f"tasks and trials must be at least 1, got {self.tasks} and {self.trials}")
         self.schedule()  # raises ValueError on a bad tau, schedule or period
+        if self.outcome_target not in OUTCOME_TARGETS:
+            raise ValueError(f"outcome_target must be one of {', '.join(OUTCOME_TARGETS)}, got {self.outcome_target!r}")
         from nlac_core.envs import EVAL_SPLITS, overlapping
 
         if overlapping(self.env, self.split, self.eval_split):
@@ -161,7 +164,7 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
         max_state_chars=config.max_state_chars))
 
     # 5. one dataset for the one model: successor targets + distillation
-    critic_records = successor_records(targets, index, config.max_state_chars)
+    critic_records = successor_records(targets, index, config.max_state_chars, config.outcome_target, config.seed)
     policy_records = distillation_records(refinements, index, policy_prompt=policy_prompt,
                                           kept_actions=config.distill_kept)
     records = critic_records + policy_records

@@ -26,7 +26,7 @@ from nlac_core.outputs import BellmanTarget, Critique, Refinement, StepRef
 from nlac_core.prompts.nlac import SUCCESSOR, TRAINED_EVALUATOR
 from nlac_core.records import TrajectoryRecord
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView, step_of
-from nlac_core.successor import render_future, transition_of
+from nlac_core.successor import outcome_draw, outcome_word, render_future, transition_of
 
 Record = dict[str, Any]
 
@@ -58,16 +58,21 @@ def _source(provenance) -> dict[str, Any]:
 
 
 def successor_records(targets: Iterable[BellmanTarget], index: StepIndex,
-                      max_state_chars: int = DEFAULT_MAX_CHARS) -> list[Record]:
-    """Successor SFT records from Bellman targets; a degenerate target (an empty composed future) is left out."""
+                      max_state_chars: int = DEFAULT_MAX_CHARS, outcome: str = "sample",
+                      seed: int = 0) -> list[Record]:
+    """Successor SFT records from Bellman targets; a degenerate target (an empty composed future) is left out.
+    ``outcome`` says how each target's P(success) becomes its OUTCOME word (``successor.outcome_word``: drawn,
+    seeded per step by ``seed``, or the likelier word); the provenance keeps P and how the word was chosen."""
     out = []
     for target in targets:
         if target.degenerate:
             continue
         t = transition_of(index.step(target.step), None, max_state_chars)
         rendered = SUCCESSOR.render(state=t.state, action=t.action)
-        out.append(_record(rendered.messages, render_future(target.text, target.success_prob), {
+        word = outcome_word(target.success_prob, outcome, outcome_draw(target.step, seed))
+        out.append(_record(rendered.messages, render_future(target.text, word), {
             "kind": "bellman_target", "step": asdict(target.step), "prompt_id": rendered.prompt_id,
+            "success_prob": target.success_prob, "outcome_target": outcome,
             "terminal": target.terminal, "source": _source(target.provenance),
             "next_source": _source(target.next_provenance)}))
     return out

@@ -8,6 +8,7 @@ slowly moving target checkpoint for it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -21,6 +22,9 @@ from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages
 
 ACTION_CHARS = 1200
 FUTURE_PRIMER = "After this action,"
+# How a Bellman target's P(success) becomes the OUTCOME word of its SFT record: "sample" draws it (success with
+# probability P, the draw seeded per step), as d_t+1 ~ M_target is a sample; "threshold" writes the likelier word.
+OUTCOME_TARGETS = ("sample", "threshold")
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,29 @@ def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: S
     return out
 
 
-def render_future(text: str, success_prob: float | None) -> str:
+def outcome_draw(ref: StepRef, seed: int = 0) -> float:
+    """A uniform number in [0, 1) fixed by the step and the seed: the same step gets the same draw in a job, a
+    dataset build and the CLI, on any worker."""
+    digest = hashlib.sha256(f"outcome:{seed}:{ref.trajectory_hash}:{ref.step_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def outcome_word(success_prob: float | None, how: str = "sample", draw: float = 0.0) -> str:
+    """The OUTCOME word a predicted P(success) stands for in an SFT target.
+
+    ``sample``: "success" when ``draw`` < P, so over steps the words carry P itself (a target network that puts
+    0.7 on a lost episode and 0.9 on a won one still teaches the difference). ``threshold``: the likelier word,
+    which says "success" for every P above 0.5 and so carries nothing back until a prediction crosses it. A real
+    outcome (P of 0 or 1) gives the same word either way."""
+    if success_prob is None:
+        return "unknown"
+    if how == "threshold":
+        return "success" if success_prob >= 0.5 else "failure"
+    if how != "sample":
+        raise ValueError(f"outcome target must be one of {', '.join(OUTCOME_TARGETS)}, got {how!r}")
+    return "success" if draw < success_prob else "failure"
+
+
+def render_future(text: str, outcome: str) -> str:
     """A future as the successor prompt's answer format: the SFT completion for M(s, a)."""
-    outcome = "unknown" if success_prob is None else ("success" if success_prob >= 0.5 else "failure")
     return f"FUTURE: {text.strip()}\nOUTCOME: {outcome}"

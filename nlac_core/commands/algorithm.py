@@ -22,6 +22,7 @@ from nlac_core.commands.common import (
 from nlac_core.outputs import from_json, to_json
 from nlac_core.records import TrajectoryRecord
 from nlac_core.state import StepView, pick_steps
+from nlac_core.successor import OUTCOME_TARGETS
 
 
 def load_trajectories(path: str, fmt: str | None, limit: int | None = None) -> list[TrajectoryRecord]:
@@ -200,7 +201,7 @@ def cmd_build_dataset(args) -> int:
     records = _read_outputs(args.inputs, kind)
     _steps_for(index, records, args.inputs)  # every record must name a known step
     if args.kind == "successor":
-        rows = sft_data.successor_records(records, index, args.max_state_chars)
+        rows = sft_data.successor_records(records, index, args.max_state_chars, args.outcome, args.seed)
     elif args.kind == "critique":
         rows = sft_data.critique_records(records, index, require_parsed=not args.include_unparsed,
                                          max_state_chars=args.max_state_chars)
@@ -233,7 +234,7 @@ def cmd_iterate(args) -> int:
     config = _config(IterationConfig, args, env=args.env, split=args.split, eval_split=args.eval_split,
                      tasks=args.tasks, trials=args.trials,
                      max_turns=args.max_turns, seed=args.seed, tau=args.tau, target_schedule=args.target_schedule,
-                     target_every=args.target_every, replay=replay_config, sft=sft)
+                     target_every=args.target_every, replay=replay_config, sft=sft, outcome_target=args.outcome)
     sources = [*(args.replay or []), *([args.replay_dir] if args.replay_dir and Path(args.replay_dir).is_dir() else [])]
     buffer = read_buffer(sources)
     model = args.model or str(ensure_embedded_model())
@@ -313,6 +314,7 @@ def register(sub) -> None:
     p.add_argument("--max-state-chars", type=int, default=2000)
     p.add_argument("--include-unparsed", action="store_true", help="critique: keep critiques that failed to parse")
     p.add_argument("--only-changed", action="store_true", help="distill: only refinements that changed the action")
+    add_outcome_target_args(p)
     p.set_defaults(func=cmd_build_dataset)
 
     p = sub.add_parser("iterate", help="one NLAC iteration: rollout, backup, critique, refine, train, EMA")
@@ -332,6 +334,7 @@ def register(sub) -> None:
                    help="polyak: average with --tau each iteration; hard: copy the online weights every "
                         "--target-every iterations")
     p.add_argument("--target-every", type=int, default=1, help="hard schedule: the period in iterations")
+    add_outcome_target_args(p, seed=False)
     p.add_argument("--replay", action="append", default=None, metavar="FILE_OR_DIR",
                    help="replay buffer: trajectory files (any format; imported runs) or folders of JSONL (repeatable)")
     p.add_argument("--replay-dir", default=None,
@@ -342,3 +345,11 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sft-config", default=None, help="JSON file of SFT settings (SFTRunConfig fields)")
     p.set_defaults(func=cmd_iterate)
+
+
+def add_outcome_target_args(p, seed: bool = True) -> None:
+    p.add_argument("--outcome", default="sample", choices=OUTCOME_TARGETS,
+                   help="successor records: the OUTCOME word of a Bellman target drawn from its P(success), seeded "
+                        "per step (sample), or the likelier word (threshold)")
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="the seed of the sampled OUTCOME words")

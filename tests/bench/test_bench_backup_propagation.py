@@ -78,6 +78,16 @@ def test_it_runs_every_schedule_and_reports_t_and_t_minus_1_on_held_out_tasks(tm
     assert reference["auroc_vs_real"] == 1.0
     train_rate = splits["train"]["won"] / splits["train"]["episodes"]
     assert arms["placebo"]["backup_targets"]["1"]["share_success"] == pytest.approx(train_rate)
+    # what the training records say: the sampled and the thresholded OUTCOME words, both reported; a real
+    # outcome (the Monte Carlo arms) is the same word either way
+    for arm in ARMS:
+        for t in arms[arm]["backup_targets"].values():
+            assert set(t["word_auroc_vs_real"]) == set(t["word_share_success"]) == {"sample", "threshold"}
+            _unit_or_undefined(t["mean_p"])
+            for how in ("sample", "threshold"):
+                _unit_or_undefined(t["word_share_success"][how])
+    assert reference["word_auroc_vs_real"] == {"sample": 1.0, "threshold": 1.0}
+    assert "OUTCOME words (sampled | thresholded)" in proc.stdout
 
     verdict = out["verdict"]
     assert isinstance(verdict["criterion_met"], bool) and isinstance(verdict["expected_shape"], bool)

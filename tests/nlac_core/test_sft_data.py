@@ -89,3 +89,51 @@ def test_it_trains_the_critic_on_the_prompt_it_is_judged_with():
     human = human_critique_record(steps[0], HumanCritique("f", "failure", "suboptimal", "r", "s"),
                                   render_futures(critiques[0].futures), {})
     assert human["prompt"] == records[0]["prompt"]
+
+
+def _targets_at(p: float, n_trajectories: int = 30):
+    """An inner Bellman target with P(success) = p on every step of real trajectories."""
+    from nlac_core.outputs import BellmanTarget
+    from nlac_core.successor import ref_of
+
+    _, _, targets, _ = outputs()
+    return [BellmanTarget(ref_of(s), "the user gets a refund", p, False, targets[0].provenance)
+            for s in tau_steps(n_trajectories)]
+
+
+def test_it_draws_outcome_words_from_p_success_seeded_per_step():
+    from nlac_core.outputs import StepRef
+    from nlac_core.successor import outcome_draw, outcome_word
+
+    refs = [StepRef(f"{n:064x}", n % 7, "t") for n in range(4000)]
+    draws = [outcome_draw(r) for r in refs]
+    assert all(0.0 <= d < 1.0 for d in draws) and draws == [outcome_draw(r) for r in refs]  # fixed per step
+    assert [outcome_draw(r, seed=1) for r in refs[:50]] != draws[:50]  # and per seed
+    for p in (0.1, 0.7, 0.9):
+        share = sum(outcome_word(p, "sample", d) == "success" for d in draws) / len(draws)
+        assert abs(share - p) < 0.03, (p, share)
+    # the target network's belief is carried, not its mode: 0.7 and 0.9 both say "success" when thresholded
+    assert outcome_word(0.7, "threshold") == outcome_word(0.9, "threshold") == "success"
+    lower = sum(outcome_word(0.7, "sample", d) == "failure" for d in draws)
+    higher = sum(outcome_word(0.9, "sample", d) == "failure" for d in draws)
+    assert lower > 2 * higher
+    # a real outcome is the same word either way, and an unknown one stays unknown
+    assert {outcome_word(1.0, "sample", d) for d in draws} == {"success"}
+    assert {outcome_word(0.0, "sample", d) for d in draws} == {"failure"}
+    assert outcome_word(None, "sample", 0.3) == outcome_word(None, "threshold") == "unknown"
+
+
+def test_it_samples_the_successor_records_outcome_word_and_keep_p_in_the_provenance():
+    index = StepIndex(tau_trajectories(30))
+    targets = _targets_at(0.8)
+    assert len(targets) > 250
+    sampled = successor_records(targets, index)
+    words = [r["completion"][0]["content"].rsplit("OUTCOME: ", 1)[1] for r in sampled]
+    assert 0.7 < words.count("success") / len(words) < 0.9 and set(words) == {"success", "failure"}
+    assert sampled == successor_records(targets, index)  # the same records every time
+    assert all(r["provenance"]["success_prob"] == 0.8 and r["provenance"]["outcome_target"] == "sample"
+               for r in sampled)
+    thresholded = successor_records(targets, index, outcome="threshold")
+    assert {r["completion"][0]["content"].rsplit("OUTCOME: ", 1)[1] for r in thresholded} == {"success"}
+    other_seed = successor_records(targets, index, seed=1)
+    assert [r["completion"] for r in other_seed] != [r["completion"] for r in sampled]

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from nlac_core.ema import SCHEDULES
 from nlac_core.envs import EVAL_SPLITS, TRAIN_SPLITS, overlapping
+from nlac_core.successor import OUTCOME_TARGETS
 
 BACKENDS = ("hf", "vllm", "openai")
 STEP_CHOICES = ("all", "first", "last")
@@ -305,9 +306,11 @@ class TrainCriticJob(JobConfig):
     lora_r: int = 16
     seed: int = 0
     max_state_chars: int = 2000
+    outcome_target: str = "sample"  # how a Bellman target's P(success) becomes its OUTCOME word (successor.py)
 
     def validate(self) -> None:
         _choice("source", self.source, ("targets", "critiques", "nlac"))  # nlac: targets and refinements
+        _choice("outcome_target", self.outcome_target, OUTCOME_TARGETS)
         self.validate_training()
 
     def validate_training(self) -> None:
@@ -420,6 +423,7 @@ class NlacIterationJob(JobConfig):
     tau: float = 0.05
     target_schedule: str = "polyak"  # or "hard": the target copies the online weights every target_every updates
     target_every: int = 1
+    outcome_target: str = "sample"  # how the Bellman targets' P(success) become OUTCOME words (successor.py)
     # off-policy: the backup, critique and refine phases also take stored trajectories of the project (imported
     # runs, earlier rollouts) drawn from the replay buffer, about replay_size transitions with fresh_fraction fresh
     replay_size: int = 64
@@ -462,7 +466,8 @@ class NlacIterationJob(JobConfig):
         _float("fresh_fraction", self.fresh_fraction, 0.0, 1.0)
         TrainCriticJob(max_steps=self.max_steps, learning_rate=self.learning_rate, lora=self.lora,
                        per_device_batch_size=self.per_device_batch_size, max_length=self.max_length,
-                       seed=self.seed, max_state_chars=self.max_state_chars).validate()
+                       seed=self.seed, max_state_chars=self.max_state_chars,
+                       outcome_target=self.outcome_target).validate()
 
 
 @dataclass(frozen=True)

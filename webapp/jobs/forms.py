@@ -164,6 +164,11 @@ class TrainCriticForm(LaunchForm):
     lora = forms.BooleanField(required=False, label="LoRA")
     lora_r = forms.IntegerField(initial=16, min_value=1, max_value=1024, label="LoRA rank")
     seed = forms.IntegerField(initial=0, min_value=0)
+    outcome_target = forms.ChoiceField(
+        choices=[("sample", "sampled from P(success), seeded per step"),
+                 ("threshold", "the likelier word (P >= 0.5: success)")], initial="sample", required=False,
+        label="Target OUTCOME",
+        help_text="how a Bellman target's predicted P(success) becomes the OUTCOME word the critic learns")
 
     def config(self) -> dict[str, Any]:
         data = {k: v for k, v in self.cleaned_data.items() if k not in ("trajectory_ids", "filter")}
@@ -191,6 +196,7 @@ class DistillPolicyForm(TrainCriticForm):
     source = forms.ChoiceField(choices=[("refinements", "refined actions")], initial="refinements")
     only_changed = forms.BooleanField(required=False, initial=True, label="Only refinements that change the action")
     skip_optimal = forms.BooleanField(required=False, label="Leave out steps critiqued as optimal")
+    outcome_target = None  # a policy learns actions, not outcomes
 
 
 class NlacIterationForm(LaunchForm):
@@ -216,6 +222,7 @@ class NlacIterationForm(LaunchForm):
     target_schedule = forms.ChoiceField(choices=[("polyak", "Polyak: average with tau each iteration"),
                                                  ("hard", "hard copy every N iterations")], initial="polyak")
     target_every = forms.IntegerField(initial=1, min_value=1, max_value=1000, label="N (hard copy)")
+    outcome_target = TrainCriticForm.base_fields["outcome_target"]
     replay_size = forms.IntegerField(initial=64, min_value=0, max_value=MAX_ITEMS, label="Replay: transitions",
                                      help_text="backed up per iteration, fresh and from the project's stored "
                                                "trajectories (0: the fresh rollout alone)")

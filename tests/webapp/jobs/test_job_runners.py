@@ -301,3 +301,43 @@ def test_it_distils_refined_actions_into_a_registered_policy_checkpoint(tau_proj
     policy = Checkpoint.objects.get(pk=job.outputs["checkpoint_produced"])
     assert policy.kind == "policy" and policy.produced_by == job and job.outputs["records"] == 2
     assert [p["step"] for p in job.metrics] == [1]
+
+
+def test_it_trains_the_critic_on_outcome_words_drawn_from_the_targets_p_success(tau_project, personas):
+    """train-critic's successor records: each Bellman target's OUTCOME word is drawn from its P(success) (seeded
+    per step by the job's seed) unless ``outcome_target`` asks for the likelier word; a bad choice is refused."""
+    from types import SimpleNamespace
+
+    from nlac_core.backends.base import Provenance
+    from nlac_core.outputs import BellmanTarget, to_json
+    from nlac_core.state import steps_of
+    from nlac_core.successor import ref_of
+    from webapp.jobs.configs import ConfigError, TrainCriticJob
+    from webapp.jobs.models import StepTarget
+    from webapp.jobs.runners.train import training_records
+    from webapp.trajectories.services.exports import iter_with_ids
+
+    prov = Provenance("backup@test", "fake", "fake", {})
+    backup_job = lifecycle.check_create_job(personas["researcher"], "backup", {"steps": "all"},
+                                            {"trajectory_ids": [tau_project.trajectories.order_by("id")[0].pk]})
+    ids = []
+    for pk, record in iter_with_ids(tau_project.trajectories.filter(pk__in=tau_project.trajectories.order_by("id")
+                                                                     .values_list("id", flat=True)[:6])):
+        ids.append(pk)
+        for step in steps_of(record):
+            target = BellmanTarget(ref_of(step), "the user is helped", 0.75, False, prov)
+            StepTarget.objects.create(trajectory_id=pk, step_index=step.index, job=backup_job, success_prob=0.75,
+                                      prompt_id="backup@test", record=to_json(target))
+    ctx = SimpleNamespace(selection=SimpleNamespace(trajectory_ids=ids), log=lambda *a: None)
+
+    def words(**config):
+        records = training_records(ctx, TrainCriticJob.parse({"source": "targets", **config}))
+        return [r["completion"][0]["content"].rsplit("OUTCOME: ", 1)[1] for r in records]
+
+    sampled = words()
+    assert len(sampled) > 40 and 0.55 < sampled.count("success") / len(sampled) < 0.95
+    assert words() == sampled and words(seed=3) != sampled
+    assert set(words(outcome_target="threshold")) == {"success"}
+    with pytest.raises(ConfigError) as bad:
+        TrainCriticJob.parse({"outcome_target": "mode"})
+    assert bad.value.field == "outcome_target"

@@ -180,7 +180,8 @@ def _critic_target(step, cands, spec: DatasetSpec):
 
 
 def _bellman(step, row: StepTarget, spec: DatasetSpec):
-    record = sft_data.successor_records([from_json(row.record)], _OneStep(step), spec.max_state_chars)[0]
+    record = sft_data.successor_records([from_json(row.record)], _OneStep(step), spec.max_state_chars,
+                                        seed=spec.split_seed)[0]
     record["source"] = "bellman"
     record["provenance"] = {**record["provenance"], "target": row.pk, "job": row.job_id}
     return record, _row("bellman", step, target=row)

@@ -57,7 +57,8 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     index = sft_data.StepIndex(iter_records(Trajectory.objects.filter(pk__in={k[0] for k in newest})))
     records = [from_json(r.record) for r in newest.values()]
     if config.source == "targets":
-        return sft_data.successor_records(records, index, config.max_state_chars)
+        return sft_data.successor_records(records, index, config.max_state_chars, config.outcome_target,
+                                          config.seed)
     return sft_data.critique_records(records, index, max_state_chars=config.max_state_chars)
 
 
