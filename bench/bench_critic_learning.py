@@ -3,6 +3,7 @@ real recorded episodes, through the product's own jobs.
 
     python bench/bench_critic_learning.py                # the full run (about 40 min alone on 2 cores)
     python bench/bench_critic_learning.py --quick        # 12 tasks, 6 test records, 1 training step: a smoke run
+    python bench/bench_critic_learning.py --arms placebo,shortcut   # some arms only (same seed, same splits)
 
 Data: the gpt-4o tau-bench airline run (../shared/data/tau-bench/gpt-4o-airline.json: 200 episodes of 50
 tasks), imported through the product. Labels: the critic-data job on the recorded episodes localises each failed
@@ -38,6 +39,7 @@ from _experiment import TAU_GPT4O, Experiment, add_common_args, fmt, interval
 CRITERION = ("the trained critic's AUROC on the held-out tasks has a 95% lower bound (bootstrap by task) above "
              "0.5 and above the placebo's point estimate")
 DATASET = "E1 runtime critic"
+ARMS = ("base raw", "base calibrated", "trained", "placebo", "shortcut")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-state-chars", type=int, default=1000)
     parser.add_argument("--max-length", type=int, default=2048)
     parser.add_argument("--test-steps", type=int, default=100_000, help="score at most N held-out records")
+    parser.add_argument("--arms", default=",".join(ARMS),
+                        help="comma-separated arms to run, of: " + ", ".join(ARMS) + " (default: all). The data, "
+                             "splits and test records depend on the seed only, so arms of two runs with one seed "
+                             "are scored on the same items; the criterion is judged when trained and placebo ran")
     args = parser.parse_args(argv)
+    wanted = [a.strip() for a in args.arms.split(",") if a.strip()]
+    if not wanted or set(wanted) - set(ARMS):
+        parser.error(f"--arms: {args.arms!r}: each arm must be one of {', '.join(ARMS)}")
     if args.quick:  # the pipeline end to end, not a result: 6 held-out records, one training step
         args.tasks, args.train_steps, args.test_steps = min(args.tasks, 12), 1, min(args.test_steps, 6)
 
@@ -62,19 +71,28 @@ def main(argv: list[str] | None = None) -> int:
     arms = {}
     common = {"snapshot": snapshot.pk, "split": "test", "max_steps": args.test_steps, "chunk_size": 8,
               "max_state_chars": args.max_state_chars}
-    arms["base raw"] = exp.job("evaluate-critic", {**common, "calibrate_verdicts": False}, label="base raw")["critic"]
-    arms["base calibrated"] = exp.job("evaluate-critic", common, label="base calibrated")["critic"]
+    if "base raw" in wanted:
+        arms["base raw"] = exp.job("evaluate-critic", {**common, "calibrate_verdicts": False},
+                                   label="base raw")["critic"]
+    if "base calibrated" in wanted:
+        arms["base calibrated"] = exp.job("evaluate-critic", common, label="base calibrated")["critic"]
+    # a checkpoint's evaluation puts the base's figures beside it, from the base calibrated arm's job when it ran
+    # (else it would judge every record with the base again)
+    common["compare_base"] = "base calibrated" in wanted
     train = {"snapshot": snapshot.pk, "max_steps": args.train_steps, "learning_rate": args.learning_rate,
              "per_device_batch_size": args.batch_size, "max_length": args.max_length, "seed": args.seed,
              "max_state_chars": args.max_state_chars}
-    trained = exp.job("train-critic", {**train, "name": "E1 trained"}, label="train-critic (trained)")
-    exp.result("trained_loss", trained.get("train_loss"))
-    out = exp.job("evaluate-critic", {**common, "checkpoint": trained["checkpoint_produced"]}, label="trained")
-    arms["trained"] = out["critic"]
-    exp.result("trained_base_from_job", (out.get("base") or {}).get("from_job"))
-    placebo = train_placebo(exp, snapshot, train, args)
-    arms["placebo"] = exp.job("evaluate-critic", {**common, "checkpoint": placebo}, label="placebo")["critic"]
-    arms["shortcut"] = shortcut(snapshot, args.seed, common)
+    if "trained" in wanted:
+        trained = exp.job("train-critic", {**train, "name": "E1 trained"}, label="train-critic (trained)")
+        exp.result("trained_loss", trained.get("train_loss"))
+        out = exp.job("evaluate-critic", {**common, "checkpoint": trained["checkpoint_produced"]}, label="trained")
+        arms["trained"] = out["critic"]
+        exp.result("trained_base_from_job", (out.get("base") or {}).get("from_job"))
+    if "placebo" in wanted:
+        placebo = train_placebo(exp, snapshot, train, args)
+        arms["placebo"] = exp.job("evaluate-critic", {**common, "checkpoint": placebo}, label="placebo")["critic"]
+    if "shortcut" in wanted:
+        arms["shortcut"] = shortcut(snapshot, args.seed, common)
     report(exp, arms)
     exp.finish()
     return 0
@@ -204,12 +222,16 @@ def report(exp: Experiment, arms: dict[str, dict[str, Any]]) -> None:
                 f"{fmt(r['positivity']):>10} {fmt(r['brier']):>7} {fmt(r['base_rate_brier']):>15}")
         for key, why in (r.get("undefined") or {}).items():
             exp.say(f"{'':<16} {key} undefined: {why}")
+    exp.result("arms", arms)
+    if "trained" not in arms or "placebo" not in arms:
+        exp.say(f"\ncriterion: {CRITERION}\n  not judged in this run: it needs the trained and the placebo arm")
+        exp.result("criterion_met", None)
+        return
     trained, placebo = arms["trained"], arms["placebo"]
     lower = (trained.get("auroc_ci95") or [None])[0]
     met = lower is not None and lower > 0.5 and placebo.get("auroc") is not None and lower > placebo["auroc"]
     exp.say(f"\ncriterion: {CRITERION}\n  trained lower bound {fmt(lower)}, placebo AUROC {fmt(placebo.get('auroc'))}"
             f" -> {'MET' if met else 'NOT MET'}")
-    exp.result("arms", arms)
     exp.result("criterion_met", met)
 
 
