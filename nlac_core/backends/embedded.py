@@ -8,6 +8,7 @@ directory afterwards. Nothing is ever downloaded.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -44,12 +45,24 @@ def ensure_embedded_model(root: Path | None = None) -> Path:
     """Path of the converted embedded model, converting it first if needed.
 
     The conversion writes to a temporary directory and renames it into place,
-    so a crash half-way never leaves a directory that looks converted.
+    so a crash half-way never leaves a directory that looks converted. An
+    exclusive lock file beside it serialises processes that start at once (a
+    web server, workers and a bench on a fresh machine): the first converts,
+    the others wait and then find it converted.
     """
     target = embedded_model_dir(root)
-    if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
+    if _converted(target):
         return target
-    return convert_gguf(gguf_path(), target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _converted(target):
+            return target
+        return convert_gguf(gguf_path(), target)
+
+
+def _converted(target: Path) -> bool:
+    return (target / "config.json").is_file() and (target / "model.safetensors").is_file()
 
 
 def convert_gguf(source: Path, target: Path) -> Path:
