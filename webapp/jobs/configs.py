@@ -499,8 +499,10 @@ class ImportJob(JobConfig):
             raise ConfigError("project", "a project name of 1 to 200 characters")
         if self.format and self.format not in FORMATS:
             raise ConfigError("format", f"expected one of {', '.join(FORMATS)}, got {self.format!r}")
-        if len(self.source_model) > 200 or len(self.file_name) > 500:
+        if len(self.source_model) > 200:
             raise ConfigError("source_model", "at most 200 characters")
+        if len(self.file_name) > 500:
+            raise ConfigError("file_name", "at most 500 characters")
 
 
 @dataclass(frozen=True)

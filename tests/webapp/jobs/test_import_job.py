@@ -45,3 +45,13 @@ def test_it_reads_only_files_under_the_upload_folder(personas):
     with pytest.raises(ConfigError, match="only files saved under the upload folder"):
         lifecycle.check_create_job(personas["researcher"], "import", {"path": "/etc/passwd", "project": "p"})
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize(("field", "value", "limit"), [("source_model", "m" * 201, "200"),
+                                                       ("file_name", "f" * 501 + ".json", "500")])
+def test_it_names_the_over_long_field_of_an_import(personas, settings, field, value, limit):
+    saved = settings.UPLOAD_DIR / "x.json"
+    with pytest.raises(ConfigError, match=f"at most {limit} characters") as refused:
+        lifecycle.check_create_job(personas["researcher"], "import",
+                                   {"path": str(saved), "project": "p", field: value})
+    assert refused.value.field == field and not Job.objects.exists()
