@@ -20,6 +20,7 @@ from pydantic import Field
 from webapp.api import schemas as s
 from webapp.api.auth import SessionAuth, TokenAuth
 from webapp.api.docs_access import docs_login_required
+from webapp.jobs.kinds import JOB_KINDS
 
 MAX_ID = s.MAX_ID
 Id = Annotated[int, Path(ge=1, le=MAX_ID, description="an id")]
@@ -67,7 +68,6 @@ for _cls in ("webapp.jobs.configs.ConfigError", "webapp.datasets.services.specs.
     api.add_exception_handler(getattr(__import__(_module, fromlist=[_name]), _name), _bad_request)
 
 ERRORS = {400: s.Error, 401: s.Error, 403: s.Error, 404: s.Error}
-INTERNAL_KINDS = ("build-snapshot", "export-snapshot", "import")
 
 
 # -- trajectories ---------------------------------------------------------------------------------------------
@@ -384,10 +384,9 @@ def create_job(request, payload: s.JobIn):
     from webapp.jobs.services import lifecycle
 
     access.require_jobs(request.user)
-    if payload.kind in INTERNAL_KINDS:
-        endpoint = {"build-snapshot": "POST /api/datasets/{id}/build", "import": "POST /api/imports",
-                    "export-snapshot": "POST /api/snapshots/{id}/exports"}[payload.kind]
-        return _error(request, 400, f"kind: {payload.kind} jobs are started by {endpoint}", "kind")
+    kind = JOB_KINDS.get(payload.kind)
+    if kind is not None and not kind.launchable:
+        return _error(request, 400, f"kind: {payload.kind} jobs are started by {kind.started_by}", "kind")
     try:
         job = lifecycle.check_launch_job(request.user, payload.kind, payload.config, payload.selection)
     except lifecycle.BrokerUnavailable as exc:  # nothing was launched: safe to send again later

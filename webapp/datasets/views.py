@@ -18,6 +18,7 @@ from webapp.datasets.services.exports import ExportError, do_settle_exports, for
 from webapp.datasets.services.specs import SpecError
 from webapp.jobs import access as job_access
 from webapp.jobs.configs import ConfigError
+from webapp.jobs.kinds import taking
 from webapp.jobs.models import Checkpoint
 from webapp.jobs.services import lifecycle
 
@@ -93,9 +94,9 @@ def _snapshot_context(snapshot: Snapshot, request) -> dict:
             "pending_exports": any(e.status in (Export.QUEUED, Export.RUNNING) for e in exports),
             "export_form": ExportForm(), "formats": formats_for(snapshot.dataset.kind),
             "train_form": TrainForm(), "evaluate_form": EvaluateForm(),
-            "trainable": snapshot.dataset.kind in ("critic_targets", "successor_targets", "runtime_critic"),
-            "distillable": snapshot.dataset.kind == "distillation",
-            "evaluable": snapshot.dataset.kind in ("critic_targets", "runtime_critic"),
+            "trainable": taking(snapshot.dataset.kind, trains=True) == "train-critic",
+            "distillable": taking(snapshot.dataset.kind, trains=True) == "distill-policy",
+            "evaluable": taking(snapshot.dataset.kind, trains=False) == "evaluate-critic",
             "uses": lineage.snapshot_uses(snapshot)}
 
 
@@ -154,7 +155,7 @@ def snapshot_train(request, pk: int):
         flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("snapshot_detail", pk=snapshot.pk)
     d = form.cleaned_data
-    kind = "distill-policy" if snapshot.dataset.kind == "distillation" else "train-critic"
+    kind = taking(snapshot.dataset.kind, trains=True) or "train-critic"  # none: the job names the refusal
     config = {"snapshot": snapshot.pk, "checkpoint": d["checkpoint"].pk if d.get("checkpoint") else None,
               "name": d.get("name") or "", "max_steps": d["max_steps"], "learning_rate": d["learning_rate"],
               "lora": bool(d.get("lora"))}

@@ -92,7 +92,6 @@ class JobConfig:
     KIND: ClassVar[str] = ""
     VERSION: ClassVar[int] = 1
     QUEUE: ClassVar[str] = "gpu"
-    USES_MODEL: ClassVar[bool] = True
     NEEDS_SELECTION: ClassVar[bool] = True  # works on chosen trajectories (rollouts make their own)
 
     def validate(self) -> None:  # subclasses check their fields
@@ -408,7 +407,6 @@ class NlacIterationJob(JobConfig):
 
     KIND: ClassVar[str] = "nlac-iteration"
     QUEUE: ClassVar[str] = "cpu"
-    USES_MODEL: ClassVar[bool] = False
     NEEDS_SELECTION: ClassVar[bool] = False
     checkpoint: int | None = None  # the online model (policy and critic); default the embedded model
     target_checkpoint: int | None = None  # the EMA target; default the online model's twin, else a copy of it
@@ -477,7 +475,6 @@ class ImportJob(JobConfig):
 
     KIND: ClassVar[str] = "import"
     QUEUE: ClassVar[str] = "cpu"
-    USES_MODEL: ClassVar[bool] = False
     NEEDS_SELECTION: ClassVar[bool] = False
     path: str = ""
     file_name: str = ""  # as uploaded (the path's name is made safe)
@@ -511,7 +508,6 @@ class ExportJob(JobConfig):
 
     KIND: ClassVar[str] = "export"
     QUEUE: ClassVar[str] = "cpu"
-    USES_MODEL: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -520,7 +516,6 @@ class BuildSnapshotJob(JobConfig):
 
     KIND: ClassVar[str] = "build-snapshot"
     QUEUE: ClassVar[str] = "cpu"
-    USES_MODEL: ClassVar[bool] = False
     NEEDS_SELECTION: ClassVar[bool] = False
     snapshot: int = 0
 
@@ -534,7 +529,6 @@ class ExportSnapshotJob(JobConfig):
 
     KIND: ClassVar[str] = "export-snapshot"
     QUEUE: ClassVar[str] = "cpu"
-    USES_MODEL: ClassVar[bool] = False
     NEEDS_SELECTION: ClassVar[bool] = False
     export: int = 0
 
@@ -704,17 +698,3 @@ class CriticDataJob(ModelChoice):
         if self.train_max_steps is not None:
             _int("train_max_steps", self.train_max_steps, 1, 1_000_000)
         _float("learning_rate", self.learning_rate, 1e-8, 1.0)
-
-
-KINDS: dict[str, type[JobConfig]] = {c.KIND: c for c in (CritiqueJob, BackupJob, RefineJob, RolloutJob,
-                                                          EvaluateJob, TrainCriticJob, DistillPolicyJob,
-                                                          NlacIterationJob, ImportJob, ExportJob, BuildSnapshotJob,
-                                                          ExportSnapshotJob, EvaluateCriticJob, SupervisedRolloutJob,
-                                                          ReplayCriticJob, CriticDataJob, CalibrateOutcomeJob)}
-
-
-def config_class(kind: str) -> type[JobConfig]:
-    try:
-        return KINDS[kind]
-    except KeyError:
-        raise ConfigError("kind", f"unknown job kind {kind!r}; known: {', '.join(KINDS)}") from None

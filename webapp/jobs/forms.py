@@ -14,7 +14,8 @@ from urllib.parse import parse_qsl
 from django import forms
 
 from webapp.jobs import endpoints
-from webapp.jobs.configs import BACKENDS, CRITIQUE_MODES, ENVS, KINDS, MAX_ITEMS
+from webapp.jobs.configs import BACKENDS, CRITIQUE_MODES, ENVS, MAX_ITEMS
+from webapp.jobs.kinds import JOB_KINDS
 from webapp.jobs.models import Checkpoint
 
 FILTER_KEYS = ("project", "task", "source_model", "outcome", "reward_min", "reward_max", "termination_reason", "q")
@@ -345,7 +346,7 @@ FORMS: dict[str, type[LaunchForm]] = {f.KIND: f for f in (CritiqueForm, BackupFo
 
 
 class JobFilterForm(forms.Form):
-    kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *((k, k) for k in KINDS)])
+    kind = forms.ChoiceField(required=False, choices=[("", "Any kind"), *((k, k) for k in JOB_KINDS)])
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), ("queued", "queued"),
                                                         ("running", "running"), ("succeeded", "succeeded"),
                                                         ("failed", "failed"), ("cancelled", "cancelled")])

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.jobs.configs import KINDS, ConfigError
+from webapp.jobs.configs import ConfigError
+from webapp.jobs.kinds import JOB_KINDS
 from webapp.jobs.models import Job
 from webapp.jobs.services import lifecycle
 
@@ -29,7 +30,7 @@ def test_it_refuses_an_iteration_that_trains_on_its_evaluation_split(personas, c
 @pytest.mark.parametrize("env, train, held_out", [("math", "train", "test"), ("twenty_questions", "train", "test"),
                                                   ("tool_use", "synthetic_train", "synthetic_test")])
 def test_it_trains_on_the_train_split_and_evaluates_on_the_held_out_one_by_default(env, train, held_out):
-    assert KINDS["nlac-iteration"].parse({"env": env}).train_split() == train
-    assert KINDS["evaluate"].parse({"env": env}).task_split() == held_out
-    assert KINDS["evaluate"].parse({"env": env, "split": "all"}).task_split() == "all"  # asked for: as asked
-    assert KINDS["rollout"].parse({"env": env}).task_split() == ""  # a plain rollout: the environment's default
+    assert JOB_KINDS["nlac-iteration"].config.parse({"env": env}).train_split() == train
+    assert JOB_KINDS["evaluate"].config.parse({"env": env}).task_split() == held_out
+    assert JOB_KINDS["evaluate"].config.parse({"env": env, "split": "all"}).task_split() == "all"  # asked for: as asked
+    assert JOB_KINDS["rollout"].config.parse({"env": env}).task_split() == ""  # a plain rollout: the env default

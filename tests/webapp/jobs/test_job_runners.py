@@ -180,9 +180,9 @@ def test_it_writes_bellman_targets_with_the_ema_twin_as_the_target_network(tau_p
 
 
 def job_config(job):
-    from webapp.jobs.configs import config_class
+    from webapp.jobs.kinds import job_kind
 
-    return config_class(job.kind).parse(job.config)
+    return job_kind(job.kind).config.parse(job.config)
 
 
 def test_it_refuses_to_train_a_critic_on_steps_without_targets(tau_project, personas):

@@ -6,10 +6,12 @@ tested is the orchestration. tests/workers runs a whole iteration on a real work
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import pytest
 
+from webapp.jobs.kinds import JOB_KINDS
 from webapp.jobs.models import Checkpoint, Job
-from webapp.jobs.runners import RUNNERS
 from webapp.jobs.runners.base import execute
 from webapp.jobs.services import lifecycle
 from webapp.trajectories.models import Trajectory
@@ -42,7 +44,8 @@ def stand_ins(monkeypatch, tau_project, tmp_path):
         return run
 
     for kind in ("rollout", "backup", "critique", "refine", "train-critic"):
-        monkeypatch.setitem(RUNNERS, kind, child(kind))
+        module, _, function = JOB_KINDS[kind].runner.partition(":")
+        monkeypatch.setattr(import_module(f"webapp.jobs.runners.{module}"), function, child(kind))
     ema_calls = []
 
     def fake_ema(ctx, config, online, target, trained):

@@ -13,9 +13,8 @@ from typing import Any
 from django.db.models import Count
 
 from webapp.datasets.models import Snapshot, SnapshotRecord
+from webapp.jobs.kinds import TRAINING_KINDS
 from webapp.jobs.models import Checkpoint, Job
-
-TRAINING_KINDS = ("train-critic", "distill-policy")
 
 
 @dataclass

@@ -18,7 +18,8 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 
-from webapp.jobs.configs import JobConfig, config_class
+from webapp.jobs.configs import JobConfig
+from webapp.jobs.kinds import job_kind
 from webapp.jobs.models import Job
 from webapp.jobs.selection import Selection
 from webapp.jobs.services import lifecycle
@@ -40,7 +41,7 @@ class JobContext:
     def __init__(self, job: Job, worker: str) -> None:
         self.job = job
         self.worker = worker
-        self.config: JobConfig = config_class(job.kind).parse(job.config)
+        self.config: JobConfig = job_kind(job.kind).config.parse(job.config)
         self.selection = Selection(tuple(job.selection.get("trajectory_ids") or ()), job.selection.get("filter") or {})
         self.metrics: list[dict[str, Any]] = list(job.metrics or [])
         self.cancelled = False
@@ -179,8 +180,6 @@ def execute(job_id: int, worker: str | None = None) -> str:
 
 
 def _execute(job_id: int, worker: str | None) -> str:
-    from webapp.jobs.runners import RUNNERS
-
     close_old_connections()
     worker = worker or lifecycle.worker_name()
     job = lifecycle.claim(job_id, worker)
@@ -190,7 +189,7 @@ def _execute(job_id: int, worker: str | None) -> str:
     try:
         ctx = JobContext(job, worker)  # a config or selection the code cannot read fails the job, visibly
         with _Heartbeat(ctx):
-            outputs = RUNNERS[job.kind](ctx)
+            outputs = job_kind(job.kind).run(ctx)
     except JobLost:
         return "lost"
     except WaitForChildren as waiting:

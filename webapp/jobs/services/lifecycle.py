@@ -27,7 +27,8 @@ from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from webapp.jobs.configs import ConfigError, JobConfig, config_class
+from webapp.jobs.configs import ConfigError, JobConfig
+from webapp.jobs.kinds import job_kind
 from webapp.jobs.models import Checkpoint, Job
 from webapp.jobs.selection import Selection
 
@@ -67,7 +68,7 @@ def log_path(job: Job | int) -> Path:
 def check_create_job(user, kind: str, config_data: dict[str, Any], selection_data: dict[str, Any] | None = None,
                      parent: Job | None = None) -> Job:
     """Validate a kind, its config and its selection (ConfigError names the bad field), then create."""
-    cls = config_class(kind)
+    cls = job_kind(kind).config
     config = cls.parse(config_data)
     pinned = getattr(config, "snapshot", None)  # a training job on a dataset snapshot needs no selection
     selection = Selection.parse(selection_data or {}, required=cls.NEEDS_SELECTION and not pinned)
@@ -96,9 +97,7 @@ def _check_snapshot(config: JobConfig) -> None:
         return
     if snapshot is None or snapshot.status != Snapshot.READY:
         raise ConfigError("snapshot", f"no built snapshot with id {config.snapshot}")
-    wanted = {"train-critic": ("critic_targets", "successor_targets", "runtime_critic"),
-              "distill-policy": ("distillation",),
-              "evaluate-critic": ("critic_targets", "runtime_critic")}.get(config.KIND, ())
+    wanted = job_kind(config.KIND).dataset_kinds
     if wanted and snapshot.dataset.kind not in wanted:
         raise ConfigError("snapshot", f"a {config.KIND} job takes a {' or '.join(w.replace('_', ' ') for w in wanted)}"
                                       f" snapshot; {snapshot.label} holds {snapshot.dataset.get_kind_display()}")
