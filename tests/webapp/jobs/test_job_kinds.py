@@ -52,7 +52,7 @@ def test_it_walks_one_kind(name, db):
         bound = FORMS[name](data={k: v for k, v in data.items() if v is not False})
         assert bound.is_valid(), bound.errors
         parsed = kind.config.parse(bound.config())  # the form's own defaults make a valid job
-        assert parsed.KIND == name
+        assert name == parsed.KIND
 
 
 def test_it_knows_which_job_takes_which_snapshot():
