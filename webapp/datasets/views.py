@@ -94,8 +94,8 @@ def _snapshot_context(snapshot: Snapshot, request) -> dict:
             "pending_exports": any(e.status in (Export.QUEUED, Export.RUNNING) for e in exports),
             "export_form": ExportForm(), "formats": formats_for(snapshot.dataset.kind),
             "train_form": TrainForm(), "evaluate_form": EvaluateForm(),
-            "trainable": taking(snapshot.dataset.kind, trains=True) == "train-critic",
-            "distillable": taking(snapshot.dataset.kind, trains=True) == "distill-policy",
+            "trainable": (trained_by := taking(snapshot.dataset.kind, trains=True)) == "train-critic",
+            "distillable": trained_by == "distill-policy",
             "evaluable": taking(snapshot.dataset.kind, trains=False) == "evaluate-critic",
             "uses": lineage.snapshot_uses(snapshot)}
 

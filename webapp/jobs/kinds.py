@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from webapp.jobs.configs import (
@@ -60,9 +61,14 @@ class JobKind:
         """Whether users launch it with a config of their own (the launch forms, ``POST /api/jobs``)."""
         return not self.started_by
 
-    def run(self, ctx) -> dict[str, Any]:
+    def runner_target(self) -> tuple[ModuleType, str]:
+        """The runner's module, imported now, and its function's name in it (read at each run)."""
         module, _, function = self.runner.partition(":")
-        return getattr(import_module(f"{RUNNERS}.{module}"), function)(ctx)
+        return import_module(f"{RUNNERS}.{module}"), function
+
+    def run(self, ctx) -> dict[str, Any]:
+        module, function = self.runner_target()
+        return getattr(module, function)(ctx)
 
 
 _ENTRIES = (

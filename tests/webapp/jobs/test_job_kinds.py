@@ -4,8 +4,6 @@ fails here, not at run time in a worker."""
 
 from __future__ import annotations
 
-from importlib import import_module
-
 import pytest
 
 from webapp.datasets.models import KINDS as DATASET_KINDS
@@ -34,8 +32,8 @@ def test_it_registers_every_config_class_once():
 @pytest.mark.parametrize("name", list(JOB_KINDS))
 def test_it_walks_one_kind(name, db):
     kind = JOB_KINDS[name]
-    module, _, function = kind.runner.partition(":")
-    assert callable(getattr(import_module(f"webapp.jobs.runners.{module}"), function))
+    module, function = kind.runner_target()
+    assert callable(getattr(module, function))
     assert kind.queue in ("gpu", "cpu") and kind.label and set(kind.dataset_kinds) <= set(DATASET_KINDS)
     if name in NEEDS:
         with pytest.raises(ConfigError) as refused:

@@ -6,8 +6,6 @@ tested is the orchestration. tests/workers runs a whole iteration on a real work
 
 from __future__ import annotations
 
-from importlib import import_module
-
 import pytest
 
 from webapp.jobs.kinds import JOB_KINDS
@@ -44,8 +42,7 @@ def stand_ins(monkeypatch, tau_project, tmp_path):
         return run
 
     for kind in ("rollout", "backup", "critique", "refine", "train-critic"):
-        module, _, function = JOB_KINDS[kind].runner.partition(":")
-        monkeypatch.setattr(import_module(f"webapp.jobs.runners.{module}"), function, child(kind))
+        monkeypatch.setattr(*JOB_KINDS[kind].runner_target(), child(kind))
     ema_calls = []
 
     def fake_ema(ctx, config, online, target, trained):
