@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from nlac_core.backends.base import Backend, Provenance, SamplingSpec
+from nlac_core.backends.base import Backend, Provenance, SamplingSpec, sampling_problem
 from nlac_core.outcome import OutcomeCalibration
 from nlac_core.outputs import Critique, Future
 from nlac_core.prompts.nlac import VERDICTS, evaluator_for
@@ -49,8 +49,8 @@ class CritiqueConfig:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
-        if self.k > 1 and self.temperature == 0:
-            raise ValueError("k > 1 futures need sampling: set a temperature above 0")
+        if problem := sampling_problem(self.k, self.temperature):
+            raise ValueError(problem)
         if self.chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {self.chunk_size}")
 

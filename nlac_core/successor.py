@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSpec
+from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSpec, sampling_problem
 from nlac_core.outcome import OutcomeCalibration
 from nlac_core.outputs import Future, StepRef
 from nlac_core.prompts.nlac import OUTCOMES, SUCCESSOR
@@ -70,8 +70,8 @@ def predict_futures(backend: Backend, transitions: Sequence[Transition], spec: S
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    if k > 1 and spec.greedy:
-        raise ValueError("k > 1 futures need sampling: set a temperature above 0")
+    if problem := sampling_problem(k, spec.temperature):
+        raise ValueError(problem)
     rows = [t for t in transitions for _ in range(k)]
     requests, prompt_id = successor_requests(rows)
     provenance = Provenance.of(prompt_id, backend, spec)

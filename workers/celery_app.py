@@ -9,6 +9,9 @@ from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
+# the web app sends jobs by this name (``lifecycle._send``), so it never imports the task module (which imports it)
+RUN_JOB = "workers.tasks.jobs.run_job"
+
 app = Celery("nlac_studio")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = (Queue("cpu"), Queue("gpu"))

@@ -33,6 +33,12 @@ REGISTRY: dict[str, str] = {
 }
 
 
+# the backends a job may run on (``fake`` is the tests'), and those that hold the weights in the process: they
+# read log-likelihoods, which a critic's decision, a P(success) or a target network needs
+JOB_BACKENDS = ("hf", "vllm", "openai")
+LOCAL_BACKENDS = ("hf", "vllm")
+
+
 def register(name: str, target: str) -> None:
     """Add a backend: ``target`` is ``"package.module:ClassName"``."""
     REGISTRY[name] = target
@@ -50,6 +56,6 @@ def get_backend(name: str, **kwargs: Any) -> Backend:
 
 
 __all__ = [
-    "REGISTRY", "Backend", "BackendError", "ChatRequest", "Completion", "Provenance", "SamplingSpec",
-    "ScoreRequest", "Unsupported", "get_backend", "register",
+    "JOB_BACKENDS", "LOCAL_BACKENDS", "REGISTRY", "Backend", "BackendError", "ChatRequest", "Completion",
+    "Provenance", "SamplingSpec", "ScoreRequest", "Unsupported", "get_backend", "register",
 ]

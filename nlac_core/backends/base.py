@@ -66,6 +66,14 @@ class SamplingSpec:
         return cls(**known)
 
 
+def sampling_problem(k: int, temperature: float, what: str = "k > 1 futures") -> str | None:
+    """The one rule for repeated draws: k > 1 samples of the same prompt need a temperature above 0 (greedy
+    decoding would give k copies). Returns what is wrong, or None."""
+    if k > 1 and temperature == 0:
+        return f"{what} need sampling: set a temperature above 0"
+    return None
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One conversation to continue.

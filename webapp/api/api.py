@@ -62,8 +62,8 @@ def _bad_request(request, exc):
                   field)
 
 
-for _cls in ("webapp.jobs.configs.ConfigError", "webapp.datasets.services.specs.SpecError",
-             "webapp.datasets.services.exports.ExportError", "webapp.datasets.services.build.BuildError"):
+for _cls in ("webapp.errors.FieldError", "webapp.datasets.services.exports.ExportError",
+             "webapp.datasets.services.build.BuildError"):
     _module, _name = _cls.rsplit(".", 1)
     api.add_exception_handler(getattr(__import__(_module, fromlist=[_name]), _name), _bad_request)
 
@@ -358,6 +358,18 @@ def _job(j) -> dict:
             "outputs": j.outputs or {}, "error": j.error, "checkpoint": j.checkpoint_id,
             "created_by": j.created_by.username if j.created_by else None, "created_at": j.created_at,
             "started_at": j.started_at, "finished_at": j.finished_at}
+
+
+@jobs.get("/job-kinds", response={200: list[s.JobKindOut], **ERRORS})
+def list_job_kinds(request):
+    """Every job kind with its config's JSON Schema, derived from the same declared fields the launch forms and
+    ``manage.py launch_job`` are."""
+    from webapp.jobs import access
+
+    access.require_jobs(request.user)
+    return [{"name": k.name, "label": k.label, "queue": k.queue, "launchable": k.launchable,
+             "started_by": k.started_by, "dataset_kinds": list(k.dataset_kinds), "trains": k.trains,
+             "config_schema": k.config.model_json_schema()} for k in JOB_KINDS.values()]
 
 
 @jobs.get("/jobs", response={200: list[s.JobOut], **ERRORS})

@@ -201,8 +201,20 @@ class ExportOut(Schema):
 
 class JobIn(Schema):
     kind: str = Field(max_length=40)
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   description="the kind's settings: see GET /api/job-kinds for each kind's schema")
     selection: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobKindOut(Schema):
+    name: str
+    label: str
+    queue: str
+    launchable: bool = Field(description="launched with POST /api/jobs (else by the endpoint in started_by)")
+    started_by: str
+    dataset_kinds: list[str] = Field(description="the snapshot kinds a job pinned to a snapshot takes")
+    trains: bool
+    config_schema: dict[str, Any] = Field(description="JSON Schema of its config: types, defaults, ranges, choices")
 
 
 class JobOut(Schema):

@@ -7,9 +7,10 @@ from django import forms
 from webapp.annotation.models import VERDICTS
 from webapp.annotation.services.queues import DISAGREEMENTS
 from webapp.annotation.services.queues import OUTCOMES as TRAJ_OUTCOMES
-from webapp.datasets.models import KIND_LABELS, KINDS
+from webapp.datasets.kinds import KIND_LABELS, KINDS
 from webapp.datasets.services.exports import FORMAT_LABELS
-from webapp.jobs.models import Checkpoint
+from webapp.jobs.configs import EvaluateCriticJob, JobConfig, TrainCriticJob
+from webapp.jobs.form_fields import config_data, form_fields
 from webapp.trajectories.models import Project
 
 
@@ -63,18 +64,25 @@ class ExportForm(forms.Form):
                                                        ("validation", "validation"), ("test", "test")])
 
 
-class CheckpointChoice(forms.Form):
-    checkpoint = forms.ModelChoiceField(queryset=Checkpoint.objects.all(), required=False,
-                                        empty_label="the embedded model")
+class SnapshotJobForm(forms.Form):
+    """A job launched on a snapshot: a few of its kind's config fields, derived from the config."""
+
+    config_class: type[JobConfig]
+    names: tuple[str, ...]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields.update(form_fields(self.config_class, self.names))
+
+    def config(self, snapshot_pk: int) -> dict:
+        return {"snapshot": snapshot_pk, **config_data(self.config_class, self.cleaned_data)}
 
 
-class TrainForm(CheckpointChoice):
-    name = forms.CharField(required=False, max_length=150, label="Checkpoint name")
-    max_steps = forms.IntegerField(min_value=1, max_value=1_000_000, initial=50)
-    learning_rate = forms.FloatField(min_value=1e-8, max_value=1.0, initial=2e-5)
-    lora = forms.BooleanField(required=False)
+class TrainForm(SnapshotJobForm):
+    config_class = TrainCriticJob  # distill-policy has the same fields
+    names = ("checkpoint", "name", "max_steps", "learning_rate", "lora")
 
 
-class EvaluateForm(CheckpointChoice):
-    split = forms.ChoiceField(choices=[("test", "test"), ("validation", "validation"), ("train", "train")])
-    max_steps = forms.IntegerField(min_value=1, max_value=100_000, initial=200, label="At most N steps")
+class EvaluateForm(SnapshotJobForm):
+    config_class = EvaluateCriticJob
+    names = ("checkpoint", "split", "max_steps")

@@ -12,9 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-KINDS = ("critic_targets", "successor_targets", "distillation", "runtime_critic", "trajectories")
-KIND_LABELS = {"critic_targets": "critic targets", "successor_targets": "successor targets",
-               "distillation": "distillation", "runtime_critic": "runtime critic", "trajectories": "trajectories"}
+from webapp.datasets.kinds import KIND_LABELS, KINDS  # declared with each kind (webapp.datasets.kinds)
 
 
 class Dataset(models.Model):

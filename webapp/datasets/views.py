@@ -154,13 +154,9 @@ def snapshot_train(request, pk: int):
     if not form.is_valid():
         flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("snapshot_detail", pk=snapshot.pk)
-    d = form.cleaned_data
     kind = taking(snapshot.dataset.kind, trains=True) or "train-critic"  # none: the job names the refusal
-    config = {"snapshot": snapshot.pk, "checkpoint": d["checkpoint"].pk if d.get("checkpoint") else None,
-              "name": d.get("name") or "", "max_steps": d["max_steps"], "learning_rate": d["learning_rate"],
-              "lora": bool(d.get("lora"))}
     try:
-        job = lifecycle.check_launch_job(request.user, kind, config)
+        job = lifecycle.check_launch_job(request.user, kind, form.config(snapshot.pk))
     except ConfigError as exc:
         flash.error(request, f"{exc.field}: {exc.message}")
         return redirect("snapshot_detail", pk=snapshot.pk)
@@ -180,10 +176,8 @@ def snapshot_evaluate(request, pk: int):
         flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("snapshot_detail", pk=snapshot.pk)
     d = form.cleaned_data
-    config = {"snapshot": snapshot.pk, "checkpoint": d["checkpoint"].pk if d.get("checkpoint") else None,
-              "split": d["split"], "max_steps": d["max_steps"]}
     try:
-        job = lifecycle.check_launch_job(request.user, "evaluate-critic", config)
+        job = lifecycle.check_launch_job(request.user, "evaluate-critic", form.config(snapshot.pk))
     except ConfigError as exc:
         flash.error(request, f"{exc.field}: {exc.message}")
         return redirect("snapshot_detail", pk=snapshot.pk)

@@ -47,6 +47,7 @@ class JobKind:
     started_by: str = ""  # where a kind the API does not launch directly is started ("" = POST /api/jobs)
     dataset_kinds: tuple[str, ...] = ()  # the snapshot kinds a job pinned to a snapshot accepts
     trains: bool = False  # trains a checkpoint on a snapshot (the lineage and "train on this" read it)
+    launch_page: bool = True  # a launchable kind's form is on the Jobs page (else on the page it starts from)
 
     @property
     def name(self) -> str:
@@ -89,7 +90,7 @@ _ENTRIES = (
     JobKind(ExportSnapshotJob, "datasets:run_export_snapshot", "export a snapshot",
             started_by="POST /api/snapshots/{id}/exports"),
     JobKind(EvaluateCriticJob, "evaluate_critic:run_evaluate_critic", "evaluate a critic",
-            dataset_kinds=("critic_targets", "runtime_critic")),
+            dataset_kinds=("critic_targets", "runtime_critic"), launch_page=False),  # from its snapshot's page
     JobKind(SupervisedRolloutJob, "supervision:run_supervised_rollout", "supervised rollout"),
     JobKind(ReplayCriticJob, "supervision:run_replay_critic", "replay a critic"),
     JobKind(CriticDataJob, "critic_data:run_critic_data", "runtime-critic data"),

@@ -10,19 +10,14 @@ from django.db.models import Exists, OuterRef, Q, Subquery
 
 from webapp.annotation.models import Queue, QueueItem
 from webapp.annotation.services import audit
+from webapp.errors import FieldError
 from webapp.jobs.models import StepCritique
 from webapp.trajectories.models import Message, Project
 
 MAX_ITEMS = 20_000
 OUTCOMES = ("any", "failed", "succeeded")
 DISAGREEMENTS = ("any", "either", "predicted_success_failed", "predicted_failure_succeeded")
-
-
-class QueueError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+QueueError = FieldError  # this app's name for the one field error (webapp.errors)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from nlac_core.records import ToolCall, to_dict
 from nlac_core.state import step_of
 from webapp.annotation.models import Annotation
 from webapp.annotation.services.queues import step_pairs
+from webapp.datasets.kinds import DATASET_KINDS, DatasetKind
 from webapp.datasets.models import Dataset, Snapshot, SnapshotRecord
 from webapp.datasets.services.specs import DatasetSpec
 from webapp.jobs.models import StepCritique, StepRefinement, StepTarget
@@ -99,30 +100,34 @@ def _rounds(rows) -> dict[tuple[int, int], list[StepCritique]]:
     return out
 
 
-def _candidates(ids: list[int], kind: str, spec: DatasetSpec) -> dict[str, dict[tuple[int, int], Any]]:
-    found: dict[str, dict[tuple[int, int], Any]] = {}
-    wants_critiques = kind in ("critic_targets", "runtime_critic")
-    if kind in ("critic_targets", "runtime_critic", "distillation"):
-        found["gold"] = _human(ids, accepted=True, runtime=kind == "runtime_critic")
-        if spec.include_submitted and wants_critiques:
-            found["submitted"] = _human(ids, accepted=False, runtime=kind == "runtime_critic")
-    if kind in ("critic_targets", "successor_targets"):
-        # A degenerate target (an empty composed future, nlac_core.sections) is no target; filtered here, since a
-        # JSON exclude would also drop the rows stored before the flag existed.
-        found["bellman"] = _newest(t for t in StepTarget.objects.filter(trajectory_id__in=ids).order_by(
-            "trajectory_id", "step_index", "-id") if not t.record.get("degenerate"))
-    critiques = StepCritique.objects.filter(trajectory_id__in=ids, parse_ok=True)
-    if wants_critiques and spec.include_model_critiques or kind == "distillation":
-        found["model_critique"] = _newest(critiques.exclude(mode__in=RUNTIME_MODES).order_by(
-            "trajectory_id", "step_index", "-id"))
-    if kind == "runtime_critic":
-        found["label"] = _newest(critiques.filter(mode="runtime-label").order_by("trajectory_id", "step_index", "-id"))
-        if spec.include_model_critiques:
-            found["runtime"] = _rounds(critiques.filter(mode="runtime"))
-    if kind == "distillation":
-        found["refinement"] = _newest(StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).order_by(
-            "trajectory_id", "step_index", "-id"))
-    return found
+def _valid_targets(ids: list[int]) -> dict[tuple[int, int], StepTarget]:
+    # A degenerate target (an empty composed future, nlac_core.sections) is no target; filtered here, since a
+    # JSON exclude would also drop the rows stored before the flag existed.
+    return _newest(t for t in StepTarget.objects.filter(trajectory_id__in=ids).order_by(
+        "trajectory_id", "step_index", "-id") if not t.record.get("degenerate"))
+
+
+def _critiques(ids: list[int]):
+    return StepCritique.objects.filter(trajectory_id__in=ids, parse_ok=True)
+
+
+# candidate set -> (trajectory ids, dataset kind) -> the newest candidate of each (trajectory, step)
+SOURCES: dict[str, Callable[[list[int], DatasetKind], dict[tuple[int, int], Any]]] = {
+    "gold": lambda ids, kind: _human(ids, accepted=True, runtime=kind.runtime),
+    "submitted": lambda ids, kind: _human(ids, accepted=False, runtime=kind.runtime),
+    "bellman": lambda ids, kind: _valid_targets(ids),
+    "model_critique": lambda ids, kind: _newest(_critiques(ids).exclude(mode__in=RUNTIME_MODES).order_by(
+        "trajectory_id", "step_index", "-id")),
+    "label": lambda ids, kind: _newest(_critiques(ids).filter(mode="runtime-label").order_by(
+        "trajectory_id", "step_index", "-id")),
+    "runtime": lambda ids, kind: _rounds(_critiques(ids).filter(mode="runtime")),
+    "refinement": lambda ids, kind: _newest(StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).order_by(
+        "trajectory_id", "step_index", "-id")),
+}
+
+
+def _candidates(ids: list[int], kind: DatasetKind, spec: DatasetSpec) -> dict[str, dict[tuple[int, int], Any]]:
+    return {source: SOURCES[source](ids, kind) for source in kind.sources_for(spec)}
 
 
 # -- one record per step --------------------------------------------------------------------------------------
@@ -154,8 +159,9 @@ def _row(source: str, step, annotation=None, target=None, critique=None, refinem
             "refinement": refinement, "job_id": producer.job_id if producer is not None else None}
 
 
-def _critic_target(step, cands, spec: DatasetSpec):
-    key = (cands["_tid"], step.index)
+# -- the builders the dataset kinds name (webapp.datasets.kinds): (key, step, candidates, spec, policy) -> records
+
+def critic_target(key, step, cands, spec: DatasetSpec, policy: str):
     choice = core.Candidates(**{s: cands.get(s, {}).get(key) for s in core.CRITIC_SOURCES})
     source = core.choose_critic_target(choice, include_submitted=spec.include_submitted,
                                        include_model_critiques=spec.include_model_critiques,
@@ -187,8 +193,8 @@ def _bellman(step, row: StepTarget, spec: DatasetSpec):
     return record, _row("bellman", step, target=row)
 
 
-def _successor_target(step, cands, spec: DatasetSpec):
-    row = cands["bellman"].get((cands["_tid"], step.index))
+def successor_target(key, step, cands, spec: DatasetSpec, policy: str):
+    row = cands["bellman"].get(key)
     return None if row is None else _bellman(step, row, spec)
 
 
@@ -200,8 +206,7 @@ def _human_action(revision) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _distillation(step, cands, spec: DatasetSpec):
-    key = (cands["_tid"], step.index)
+def distillation(key, step, cands, spec: DatasetSpec, policy: str):
     gold = cands["gold"].get(key)
     critique = cands["model_critique"].get(key)
     verdict = gold.accepted_revision.verdict if gold is not None else (critique.verdict if critique else "")
@@ -229,11 +234,10 @@ def _distillation(step, cands, spec: DatasetSpec):
     return record, _row("refinement", step, refinement=row)
 
 
-def _runtime(step, cands, spec: DatasetSpec, policy: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def runtime_critic(key, step, cands, spec: DatasetSpec, policy: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """A human correction of the step (gold, then submitted) > a label of the critic-data pipeline > the model's
     runtime checks of the step, one record per revision round (each about the proposal of its round) > another
     model critique. Records of a correction or a check of a rejected proposal pair it with that proposal."""
-    key = (cands["_tid"], step.index)
 
     def record(verdict, feedback, provenance, source, action=None):
         return core.runtime_record(step, policy, verdict, feedback, provenance, source, spec.max_state_chars,
@@ -295,7 +299,7 @@ def _task_keys(ids: list[int]) -> dict[int, str]:
 def _records(snapshot: Snapshot, spec: DatasetSpec, pairs: list[tuple[int, int]],
              splits: dict[str, str], keys: dict[int, str], card: Card,
              progress: Callable[[int], None]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    kind = snapshot.dataset.kind
+    kind = DATASET_KINDS[snapshot.dataset.kind]
     steps_of: dict[int, list[int]] = defaultdict(list)
     for tid, index in pairs:
         steps_of[tid].append(index)
@@ -303,25 +307,15 @@ def _records(snapshot: Snapshot, spec: DatasetSpec, pairs: list[tuple[int, int]]
     done = 0
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
-        cands = _candidates(chunk, kind, spec) if kind != "trajectories" else {}
+        cands = _candidates(chunk, kind, spec) if kind.per_step else {}
         for tid, trajectory in iter_with_ids(Trajectory.objects.filter(pk__in=chunk)):
             split = splits[keys[tid]]
-            if kind == "trajectories":
+            if not kind.per_step:
                 yield to_dict(trajectory), {"source": "trajectory", "split": split, "step_index": None,
                                             "trajectory_id": tid}
                 continue
-            cands["_tid"] = tid
             for index in steps_of[tid]:
-                step = step_of(trajectory, index)
-                if kind == "critic_targets":
-                    made = _critic_target(step, cands, spec)
-                elif kind == "successor_targets":
-                    made = _successor_target(step, cands, spec)
-                elif kind == "distillation":
-                    made = _distillation(step, cands, spec)
-                else:
-                    made = _runtime(step, cands, spec, trajectory.policy)
-                made = [made] if isinstance(made, tuple) else made or []
+                made = kind.build((tid, index), step_of(trajectory, index), cands, spec, trajectory.policy)
                 if not made:
                     card.skipped += 1
                 for record, row in made:
@@ -402,7 +396,7 @@ def _build(snapshot: Snapshot, progress: Progress | None, should_stop: Callable[
     dataset = snapshot.dataset
     SnapshotRecord.objects.filter(snapshot=snapshot).delete()  # what a crashed run of this build left
     pairs = step_pairs(dataset.project, spec.step_filter())
-    if dataset.kind == "trajectories":
+    if not DATASET_KINDS[dataset.kind].per_step:  # one record per trajectory
         pairs = sorted({(t, 0) for t, _ in pairs})
     keys = _task_keys(sorted({t for t, _ in pairs}))
     splits = core.split_tasks(keys.values(), spec.fractions, spec.split_seed)

@@ -14,6 +14,7 @@ from pathlib import Path
 from django.conf import settings
 
 from nlac_core.formats import dataset_exports as ex
+from webapp.datasets.kinds import DATASET_KINDS
 from webapp.datasets.models import Export, Snapshot
 from webapp.datasets.services.build import snapshot_records
 
@@ -23,7 +24,7 @@ class ExportError(ValueError):
 
 
 def formats_for(kind: str) -> tuple[str, ...]:
-    return ex.TRAJECTORY_FORMATS if kind == "trajectories" else ex.SFT_FORMATS
+    return DATASET_KINDS[kind].export_formats
 
 
 FORMAT_LABELS = {"jsonl": "chat JSONL (messages; TRL SFTTrainer)", "jsonl-prompt-completion":
@@ -62,7 +63,7 @@ def write(snapshot: Snapshot, fmt: str, out: Path, split: str = "",
     if fmt == "parquet":
         return ex.write_parquet(records, out, progress)
     with out.open("w", encoding="utf-8") as f:
-        if snapshot.dataset.kind == "trajectories":
+        if not DATASET_KINDS[snapshot.dataset.kind].per_step:  # whole trajectories
             writer = {"nlac-jsonl": ex.write_trajectories_jsonl, "tau-bench": ex.write_tau_bench,
                       "jsonl": ex.write_trajectories_chat}[fmt]
             return writer(records, f, progress)

@@ -8,14 +8,10 @@ from typing import Any
 
 from nlac_core.datasets import check_fractions
 from webapp.annotation.services.queues import QueueError, QueueSpec
-from webapp.datasets.models import KINDS
+from webapp.datasets.kinds import KINDS
+from webapp.errors import FieldError
 
-
-class SpecError(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+SpecError = FieldError  # this app's name for the one field error (webapp.errors)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ crash from the trainer's last saved state. The result is registered with its lin
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
     if config.source == "refinements":
         return _distillation_records(ids, config)
     if config.source == "nlac":  # one shared model: the critic's targets and the policy's refined actions
-        critic = training_records(ctx, replace(config, source="targets"))
+        critic = training_records(ctx, config.model_copy(update={"source": "targets"}))
         try:
             policy = _distillation_records(ids, DistillPolicyJob(only_changed=False))
         except ValueError:  # no refinement kept the action format (a small model often breaks it)

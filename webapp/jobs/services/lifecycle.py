@@ -26,11 +26,15 @@ from django.db import transaction
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
+from webapp.datasets.models import Snapshot
 from webapp.jobs.configs import ConfigError, JobConfig
 from webapp.jobs.kinds import job_kind
 from webapp.jobs.models import Checkpoint, Job
 from webapp.jobs.selection import Selection
+from workers.celery_app import RUN_JOB
+from workers.celery_app import app as celery_app
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +92,6 @@ def check_create_job(user, kind: str, config_data: dict[str, Any], selection_dat
 
 def _check_snapshot(config: JobConfig) -> None:
     """A pinned snapshot must exist, be built, and be of a kind the job can use."""
-    from webapp.datasets.models import Snapshot
 
     snapshot = Snapshot.objects.select_related("dataset").filter(pk=config.snapshot).first()
     if config.KIND in ("build-snapshot",):
@@ -135,13 +138,9 @@ def enqueue(job: Job) -> None:
 
 
 def _send(job: Job) -> bool:
-    from kombu.exceptions import OperationalError
-
-    from workers.tasks.jobs import run_job
-
     queue = getattr(settings, "NLAC_JOB_QUEUES", {}).get(job.queue, job.queue)  # tests route to their own worker
     try:
-        run_job.apply_async(args=[job.pk], queue=queue)
+        celery_app.send_task(RUN_JOB, args=[job.pk], queue=queue)  # by name: webapp never imports the tasks
     except (OperationalError, OSError) as exc:
         job.send_error = str(exc) or type(exc).__name__
         log.warning("job %s: not sent to queue %s: %s", job.pk, queue, job.send_error)
