@@ -8,6 +8,8 @@ what is missing. The broker only carries job ids.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -94,94 +96,112 @@ class Job(models.Model):
         return self.progress_done / self.progress_total if self.progress_total else None
 
 
-class StepCritique(models.Model):
-    """A model critique of one agent step (a trajectory and its step number), written by a job.
+def newest_per_step(rows) -> dict[tuple[int, int], Any]:
+    """The first row of each (trajectory, step) in ``rows``' order: ordered newest first, the newest per step."""
+    out: dict[tuple[int, int], Any] = {}
+    for row in rows:
+        out.setdefault((row.trajectory_id, row.step_index), row)
+    return out
 
-    ``record`` is the full ``nlac_core.outputs.Critique`` as JSON (futures,
-    provenance, raw text); the columns copy what lists filter on. One row per
-    (job, step, round): a re-run of a job never writes a step twice. ``mode`` "runtime" rows are a runtime
-    critic's checks (approve = verdict "optimal", intervene = "suboptimal"): a supervised step checked in
-    several revision rounds has one row per round, each about the proposal of that round (``record.action``).
+
+class StepOutputQuerySet(models.QuerySet):
+    def newest_per_step(self) -> dict[tuple[int, int], Any]:
+        """{(trajectory id, step index): the newest row of that step} among these rows."""
+        return newest_per_step(self.order_by("trajectory_id", "step_index", "-id"))
+
+
+def _of_step(related_name: str) -> tuple[models.ForeignKey, models.ForeignKey]:
+    """The trajectory and job a step output belongs to (each table names its reverse accessors)."""
+    return (models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name=related_name),
+            models.ForeignKey(Job, on_delete=models.CASCADE, related_name=related_name))
+
+
+class StepOutput(models.Model):
+    """What a step job wrote about one agent step (a trajectory and its step number): the columns lists filter on,
+    and ``record``, the full ``nlac_core.outputs`` record as JSON (with the provenance of each model call). A
+    job writes a step once: each table's unique constraint includes (job, trajectory, step_index)."""
+
+    NOUN = "output"
+
+    step_index = models.IntegerField()
+    prompt_id = models.CharField(max_length=100, blank=True)
+    record = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = StepOutputQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        ordering = ["trajectory", "step_index", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.NOUN} of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
+
+
+class StepCritique(StepOutput):
+    """A model critique of one agent step, written by a critique (or runtime critic) job.
+
+    ``record`` is the full ``nlac_core.outputs.Critique`` (futures, provenance, raw text). One row per
+    (job, step, round). ``mode`` "runtime" rows are a runtime critic's checks (approve = verdict "optimal",
+    intervene = "suboptimal"): a supervised step checked in several revision rounds has one row per round, each
+    about the proposal of that round (``record.action``).
     """
 
-    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="critiques")
-    step_index = models.IntegerField()
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="critiques")
+    NOUN = "critique"
+
+    trajectory, job = _of_step("critiques")
     checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL)
     verdict = models.CharField(max_length=20, blank=True)
     success_prob = models.FloatField(null=True, blank=True)
     parse_ok = models.BooleanField(default=True)
     mode = models.CharField(max_length=20, blank=True)
     round = models.IntegerField(default=0)  # runtime checks: the revision round of the step
-    prompt_id = models.CharField(max_length=100, blank=True)
-    record = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["trajectory", "step_index", "id"]
+    class Meta(StepOutput.Meta):
         constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index", "round"],
                                                name="critique_once_per_job_step_round")]
         indexes = [models.Index(fields=["trajectory", "step_index"], name="critique_step"),
                    models.Index(fields=["verdict", "id"], name="critique_verdict")]
 
-    def __str__(self) -> str:
-        return f"critique of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
 
-
-class StepTarget(models.Model):
+class StepTarget(StepOutput):
     """A language Bellman target for one agent step (the successor's SFT target), written by a backup job.
 
-    ``record`` is the full ``nlac_core.outputs.BellmanTarget`` as JSON (next action and future, and the
-    provenance of each model call). One row per (job, step), like critiques.
+    ``record`` is the full ``nlac_core.outputs.BellmanTarget`` (next action and future). One row per (job, step).
     """
 
-    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="targets")
-    step_index = models.IntegerField()
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="targets")
+    NOUN = "Bellman target"
+
+    trajectory, job = _of_step("targets")
     checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     target_checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL,
                                           related_name="+")
     terminal = models.BooleanField(default=False)
     success_prob = models.FloatField(null=True, blank=True)
-    prompt_id = models.CharField(max_length=100, blank=True)
-    record = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["trajectory", "step_index", "id"]
+    class Meta(StepOutput.Meta):
         constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index"],
                                                name="target_once_per_job_step")]
         indexes = [models.Index(fields=["trajectory", "step_index"], name="target_step")]
 
-    def __str__(self) -> str:
-        return f"Bellman target of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
 
-
-class StepRefinement(models.Model):
+class StepRefinement(StepOutput):
     """A refined action for one agent step, written by a refine job from the step's critique.
 
-    ``record`` is the full ``nlac_core.outputs.Refinement`` (every round's text, the critique it used,
-    provenance); ``critique`` is the row it refined from. One row per (job, step).
+    ``record`` is the full ``nlac_core.outputs.Refinement`` (every round's text, the critique it used);
+    ``critique`` is the row it refined from. One row per (job, step).
     """
 
-    trajectory = models.ForeignKey("trajectories.Trajectory", on_delete=models.CASCADE, related_name="refinements")
-    step_index = models.IntegerField()
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="refinements")
+    NOUN = "refinement"
+
+    trajectory, job = _of_step("refinements")
     critique = models.ForeignKey(StepCritique, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="refinements")
     checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     valid = models.BooleanField(default=False)
     changed = models.BooleanField(default=False)
-    prompt_id = models.CharField(max_length=100, blank=True)
-    record = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["trajectory", "step_index", "id"]
+    class Meta(StepOutput.Meta):
         constraints = [models.UniqueConstraint(fields=["job", "trajectory", "step_index"],
                                                name="refinement_once_per_job_step")]
         indexes = [models.Index(fields=["trajectory", "step_index"], name="refinement_step")]
-
-    def __str__(self) -> str:
-        return f"refinement of step {self.step_index} of trajectory {self.trajectory_id} (job {self.job_id})"
-

@@ -30,7 +30,7 @@ from webapp.annotation.services.queues import step_pairs
 from webapp.datasets.kinds import DATASET_KINDS, DatasetKind
 from webapp.datasets.models import Dataset, Snapshot, SnapshotRecord
 from webapp.datasets.services.specs import DatasetSpec
-from webapp.jobs.models import StepCritique, StepRefinement, StepTarget
+from webapp.jobs.models import StepCritique, StepRefinement, StepTarget, newest_per_step
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_with_ids
 
@@ -67,13 +67,6 @@ def do_create_snapshot(dataset: Dataset, user, notes: str = "") -> Snapshot:
 
 # -- candidates per step --------------------------------------------------------------------------------------
 
-def _newest(rows, key=lambda r: (r.trajectory_id, r.step_index)) -> dict[tuple[int, int], Any]:
-    out: dict[tuple[int, int], Any] = {}
-    for row in rows:
-        out.setdefault(key(row), row)
-    return out
-
-
 def _human(ids: list[int], accepted: bool, runtime: bool = False) -> dict[tuple[int, int], Annotation]:
     """The newest live, non-skipped human correction of each step: accepted (gold) or submitted heads. A
     correction of a runtime check (about a proposal that may never have run) counts for the runtime critic only."""
@@ -87,7 +80,7 @@ def _human(ids: list[int], accepted: bool, runtime: bool = False) -> dict[tuple[
     else:
         rows = rows.filter(state=Annotation.SUBMITTED, head__isnull=False, head__skipped=False).order_by(
             "trajectory_id", "step_index", "-head_id")
-    return _newest(rows)
+    return newest_per_step(rows)
 
 
 def _rounds(rows) -> dict[tuple[int, int], list[StepCritique]]:
@@ -103,7 +96,7 @@ def _rounds(rows) -> dict[tuple[int, int], list[StepCritique]]:
 def _valid_targets(ids: list[int]) -> dict[tuple[int, int], StepTarget]:
     # A degenerate target (an empty composed future, nlac_core.sections) is no target; filtered here, since a
     # JSON exclude would also drop the rows stored before the flag existed.
-    return _newest(t for t in StepTarget.objects.filter(trajectory_id__in=ids).order_by(
+    return newest_per_step(t for t in StepTarget.objects.filter(trajectory_id__in=ids).order_by(
         "trajectory_id", "step_index", "-id") if not t.record.get("degenerate"))
 
 
@@ -116,13 +109,10 @@ SOURCES: dict[str, Callable[[list[int], DatasetKind], dict[tuple[int, int], Any]
     "gold": lambda ids, kind: _human(ids, accepted=True, runtime=kind.runtime),
     "submitted": lambda ids, kind: _human(ids, accepted=False, runtime=kind.runtime),
     "bellman": lambda ids, kind: _valid_targets(ids),
-    "model_critique": lambda ids, kind: _newest(_critiques(ids).exclude(mode__in=RUNTIME_MODES).order_by(
-        "trajectory_id", "step_index", "-id")),
-    "label": lambda ids, kind: _newest(_critiques(ids).filter(mode="runtime-label").order_by(
-        "trajectory_id", "step_index", "-id")),
+    "model_critique": lambda ids, kind: _critiques(ids).exclude(mode__in=RUNTIME_MODES).newest_per_step(),
+    "label": lambda ids, kind: _critiques(ids).filter(mode="runtime-label").newest_per_step(),
     "runtime": lambda ids, kind: _rounds(_critiques(ids).filter(mode="runtime")),
-    "refinement": lambda ids, kind: _newest(StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).order_by(
-        "trajectory_id", "step_index", "-id")),
+    "refinement": lambda ids, kind: StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).newest_per_step(),
 }
 
 

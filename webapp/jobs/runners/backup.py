@@ -13,9 +13,8 @@ from typing import Any
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import BackupJob
 from webapp.jobs.models import Checkpoint, StepTarget
-from webapp.jobs.runners.base import JobContext, write_in_chunks
+from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
 from webapp.jobs.runners.critique import selected_steps
-from webapp.jobs.services.checkpoints import checkpoint_for
 
 
 def target_network(config: BackupJob, policy: Checkpoint) -> Checkpoint:
@@ -30,15 +29,11 @@ def run_backup(ctx: JobContext) -> dict[str, Any]:
 
     config: BackupJob = ctx.config  # type: ignore[assignment]
     items = selected_steps(ctx, config)
-    done = set(StepTarget.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
-    todo = [(tid, step) for tid, step in items if (tid, step.index) not in done]
+    todo = steps_to_do(ctx, StepTarget, items, "backup", "backed up")
     total = len(items)
-    policy_checkpoint = checkpoint_for(config.checkpoint)
-    ctx.use_checkpoint(policy_checkpoint)
+    policy_checkpoint = ctx.model_checkpoint(config)
     target_checkpoint = target_network(config, policy_checkpoint)
-    ctx.log(f"{total} steps selected, {len(todo)} to go; policy {policy_checkpoint.name}, target network "
-            f"{target_checkpoint.name}")
-    ctx.progress(total - len(todo), total, "backup")
+    ctx.log(f"policy {policy_checkpoint.name}, target network {target_checkpoint.name}")
     if not todo:
         return {"targets": StepTarget.objects.filter(job=ctx.job).count(), "steps": total}
     policy = loaded_model.backend_for(config, policy_checkpoint)

@@ -22,7 +22,6 @@ from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.runners.supervision import EpisodeStore
-from webapp.jobs.services.checkpoints import checkpoint_for
 
 LABEL_PROMPT_ID = "first_error@gold"  # where a label came from: first-error localisation by gold actions
 
@@ -35,8 +34,7 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
     config: CriticDataJob = ctx.config  # type: ignore[assignment]
     if ctx.selection.trajectory_ids:
         return _label_recorded(ctx, config)
-    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     project = do_get_or_create_project(config.project or f"{config.env} critic data", domain=config.env)
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
     actor = loaded_model.backend_for(config, checkpoint)

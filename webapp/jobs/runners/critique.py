@@ -15,8 +15,7 @@ from django.db.models import Count
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CritiqueJob
 from webapp.jobs.models import StepCritique
-from webapp.jobs.runners.base import JobContext, write_in_chunks
-from webapp.jobs.services.checkpoints import checkpoint_for
+from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
 
 
 def selected_steps(ctx: JobContext, config: CritiqueJob) -> list[tuple[int, Any]]:
@@ -42,15 +41,11 @@ def run_critique(ctx: JobContext) -> dict[str, Any]:
 
     config: CritiqueJob = ctx.config  # type: ignore[assignment]
     items = selected_steps(ctx, config)
-    done = set(StepCritique.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
-    todo = [(tid, step) for tid, step in items if (tid, step.index) not in done]
+    todo = steps_to_do(ctx, StepCritique, items, "critique", "critiqued")
     total = len(items)
-    ctx.log(f"{total} steps selected, {total - len(todo)} already critiqued, {len(todo)} to go")
-    ctx.progress(total - len(todo), total, "critique")
     if not todo:
         return {"critiques": StepCritique.objects.filter(job=ctx.job).count(), "steps": total}
-    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     backend = loaded_model.backend_for(config, checkpoint)
     calibration = stored_calibration(checkpoint) if config.calibrate_outcome else None
     if calibration is not None:

@@ -25,7 +25,6 @@ from webapp.jobs import loaded_model
 from webapp.jobs.configs import EvaluateCriticJob
 from webapp.jobs.models import Checkpoint, Job, StepCritique
 from webapp.jobs.runners.base import JobContext, write_in_chunks
-from webapp.jobs.services.checkpoints import checkpoint_for
 
 HUMAN = ("gold", "submitted")
 REFERENCE = {"critic_targets": HUMAN, "runtime_critic": (*HUMAN, "label")}
@@ -84,8 +83,7 @@ def run_evaluate_critic(ctx: JobContext) -> dict[str, Any]:
     total = len(items)
     ctx.log(f"{total} held-out reference labels in the {config.split} split ({kind}), {len(todo)} to judge")
     ctx.progress(total - len(todo), total, "judge")
-    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     if todo:
         backend = loaded_model.backend_for(config, checkpoint)
         make_rows = _judge_rows(ctx.job, config, kind, checkpoint, backend)

@@ -16,7 +16,6 @@ from webapp.jobs.configs import CalibrateOutcomeJob
 from webapp.jobs.models import Checkpoint
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.runners.critique import selected_steps
-from webapp.jobs.services.checkpoints import checkpoint_for
 
 
 def run_calibrate_outcome(ctx: JobContext) -> dict[str, Any]:
@@ -30,8 +29,7 @@ def run_calibrate_outcome(ctx: JobContext) -> dict[str, Any]:
     items = [(tid, step) for tid, step in selected_steps(ctx, config) if step.trajectory.reward is not None]
     if not items:
         raise ValueError("none of the selected steps belongs to an episode with a reward")
-    checkpoint = checkpoint_for(config.checkpoint)
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     state = dict(ctx.job.outputs or {})
     probs: dict[str, float | None] = dict(state.get("predicted") or {})  # "trajectory:step" -> P(success)
     todo = [(tid, step) for tid, step in items if f"{tid}:{step.index}" not in probs]

@@ -18,18 +18,14 @@ from django.db.models import Sum
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RefineJob
 from webapp.jobs.models import StepCritique, StepRefinement
-from webapp.jobs.runners.base import JobContext, write_in_chunks
-from webapp.jobs.services.checkpoints import checkpoint_for
+from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
 
 
 def _critiques(ids, critique_job: int | None) -> dict[tuple[int, int], StepCritique]:
     rows = StepCritique.objects.filter(trajectory_id__in=ids)
     if critique_job is not None:
         rows = rows.filter(job_id=critique_job)
-    newest: dict[tuple[int, int], StepCritique] = {}
-    for row in rows.order_by("trajectory_id", "step_index", "-id"):
-        newest.setdefault((row.trajectory_id, row.step_index), row)
-    return newest
+    return rows.newest_per_step()
 
 
 def run_refine(ctx: JobContext) -> dict[str, Any]:
@@ -46,15 +42,12 @@ def run_refine(ctx: JobContext) -> dict[str, Any]:
     for tid, record in iter_with_ids(Trajectory.objects.filter(pk__in={k[0] for k in critiques})):
         items.extend((tid, step, critiques[(tid, step.index)]) for step in pick_steps([record])
                      if (tid, step.index) in critiques)
-    done = set(StepRefinement.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
-    todo = [item for item in items if (item[0], item[1].index) not in done]
-    total = len(items)
-    ctx.log(f"{total} critiqued steps to refine ({len(todo)} to go) with {config.rounds} round(s)")
-    ctx.progress(total - len(todo), total, "refine")
     if not items:
         raise ValueError("none of the selected steps has a critique: run a critique job on them first")
-    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
-    ctx.use_checkpoint(checkpoint)
+    todo = steps_to_do(ctx, StepRefinement, items, "refine", "refined")
+    total = len(items)
+    ctx.log(f"refining the critiqued steps with {config.rounds} round(s)")
+    checkpoint = ctx.model_checkpoint(config)
     backend = loaded_model.backend_for(config, checkpoint) if todo else None
     core = RefineConfig(rounds=config.rounds, temperature=config.temperature, seed=config.seed,
                         on_optimal="refine" if config.refine_optimal else "keep")

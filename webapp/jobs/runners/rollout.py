@@ -16,7 +16,6 @@ from webapp.jobs import loaded_model
 from webapp.jobs.configs import RolloutJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.runners.base import JobContext
-from webapp.jobs.services.checkpoints import checkpoint_for
 
 STORE_EVERY = 8
 
@@ -27,8 +26,7 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     from webapp.trajectories.services.projects import do_get_or_create_project
 
     config: RolloutJob = ctx.config  # type: ignore[assignment]
-    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     default_project = "evaluations" if ctx.job.kind == "evaluate" else f"{config.env} rollouts"
     project = do_get_or_create_project(config.project or default_project, domain=config.env)
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)

@@ -24,7 +24,7 @@ from webapp.jobs import loaded_model
 from webapp.jobs.configs import ModelChoice, ReplayCriticJob, SupervisedRolloutJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
-from webapp.jobs.runners.base import JobContext, write_in_chunks
+from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
 from webapp.jobs.services.checkpoints import checkpoint_for
 from webapp.jobs.services.supervision import do_store_runtime_checks, run_summary
 
@@ -82,8 +82,7 @@ def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
     from webapp.trajectories.services.projects import do_get_or_create_project
 
     config: SupervisedRolloutJob = ctx.config  # type: ignore[assignment]
-    checkpoint = checkpoint_for(config.checkpoint) if config.backend != "openai" else None
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     project = do_get_or_create_project(config.project or f"{config.env} supervised", domain=config.env)
     mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
     actor = loaded_model.backend_for(config, checkpoint)
@@ -180,13 +179,9 @@ def run_replay_critic(ctx: JobContext) -> dict[str, Any]:
 
     config: ReplayCriticJob = ctx.config  # type: ignore[assignment]
     items = selected_steps(ctx, config)
-    done = set(StepCritique.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
-    todo = [(tid, step) for tid, step in items if (tid, step.index) not in done]
+    todo = steps_to_do(ctx, StepCritique, items, "replay", "judged")
     total = len(items)
-    ctx.log(f"{total} recorded steps selected, {total - len(todo)} already judged, {len(todo)} to go")
-    ctx.progress(total - len(todo), total, "replay")
-    checkpoint = checkpoint_for(config.checkpoint)
-    ctx.use_checkpoint(checkpoint)
+    checkpoint = ctx.model_checkpoint(config)
     critic = loaded_model.backend_for(config, checkpoint)
     supervision = SupervisionConfig(where=config.where, feedback_tokens=config.feedback_tokens,
                                     max_state_chars=config.max_state_chars, calibrate=config.calibrate)

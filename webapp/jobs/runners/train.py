@@ -44,12 +44,10 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
                 "actions)" + ("; no refinement was valid, so only the critic learns this round" if not policy else ""))
         return critic + policy
     model = StepTarget if config.source == "targets" else StepCritique
-    rows = model.objects.filter(trajectory_id__in=ids).order_by("trajectory_id", "step_index", "-id")
+    rows = model.objects.filter(trajectory_id__in=ids)
     if config.source == "critiques":
         rows = rows.filter(parse_ok=True)
-    newest: dict[tuple[int, int], Any] = {}
-    for row in rows:
-        newest.setdefault((row.trajectory_id, row.step_index), row)
+    newest = rows.newest_per_step()
     if not newest:
         what, job = ("Bellman targets", "backup") if config.source == "targets" else ("parsed critiques", "critique")
         raise ValueError(f"the selected trajectories have no {what}: run a {job} job on them first")
@@ -86,9 +84,7 @@ def _distillation_records(ids, config: DistillPolicyJob) -> list[dict[str, Any]]
         rows = rows.filter(changed=True)
     if config.skip_optimal:
         rows = rows.exclude(critique__verdict="optimal")
-    newest: dict[tuple[int, int], StepRefinement] = {}
-    for row in rows.order_by("trajectory_id", "step_index", "-id"):
-        newest.setdefault((row.trajectory_id, row.step_index), row)
+    newest = rows.newest_per_step()
     if not newest:
         raise ValueError("the selected trajectories have no valid refinements to distil"
                          + (" that change the action" if config.only_changed else "") + ": run a refine job first")
