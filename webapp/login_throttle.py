@@ -9,7 +9,9 @@ send a new X-Forwarded-For with every attempt and never be locked out.
 
 from __future__ import annotations
 
+from axes.helpers import get_client_username, get_cool_off
 from django.conf import settings
+from django.shortcuts import render
 
 
 def client_ip(request) -> str | None:
@@ -23,9 +25,6 @@ def client_ip(request) -> str | None:
 
 def lockout_response(request, original_response=None, credentials=None):
     """The page a locked-out login gets (429): who is locked, for how long, and how an admin lifts it."""
-    from axes.helpers import get_client_username, get_cool_off
-    from django.shortcuts import render
-
     cool_off = get_cool_off(request)
     context = {
         "username": get_client_username(request, credentials) or "",

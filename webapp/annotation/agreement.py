@@ -7,6 +7,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import combinations
 
+import krippendorff
+import numpy as np
+
 from webapp.annotation.diff import similarity
 from webapp.annotation.models import VERDICTS, Assignment
 
@@ -30,8 +33,6 @@ def krippendorff_alpha(units: list[dict[str, str]]) -> float | None:
     pairable = [u for u in units if len(u) >= 2]
     if len(coders) < 2 or not pairable:
         return None
-    import krippendorff
-    import numpy as np
 
     code = {v: i for i, v in enumerate(VERDICTS)}
     data = np.full((len(coders), len(pairable)), np.nan)

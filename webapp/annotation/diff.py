@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass
 
@@ -51,7 +52,6 @@ def field_diffs(old: dict, new: dict, names) -> list[tuple[str, list[Segment], b
 
 def _text(value) -> str:
     if isinstance(value, list):
-        import json
         return json.dumps(value, ensure_ascii=False, indent=1) if value else ""
     if isinstance(value, bool):
         return "yes" if value else ""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth import get_user_model
 
+from nlac_core.formats.base import Context, FormatError, clean, loads
 from webapp.accounts.roles import ANNOTATOR
-from webapp.annotation.models import OUTCOMES, RATINGS, VERDICTS
+from webapp.annotation.models import FIELDS, OUTCOMES, RATINGS, VERDICTS
 from webapp.annotation.services.queues import DISAGREEMENTS, MAX_ITEMS, QueueSpec
 from webapp.annotation.services.queues import OUTCOMES as TRAJ_OUTCOMES
 from webapp.trajectories.models import Project
@@ -45,7 +46,6 @@ class RevisionForm(forms.Form):
             return []
         # the import formats' decoder and rules: nesting past MAX_DEPTH, NaN and 5,000-digit integers are
         # refused with the field named (json.loads raised RecursionError or ValueError: a 500)
-        from nlac_core.formats.base import Context, FormatError, clean, loads
 
         try:
             value = clean(loads(text, "tool calls", ""), Context("tool calls"))
@@ -73,14 +73,12 @@ class RevisionForm(forms.Form):
         return data
 
     def revision_fields(self) -> dict:
-        from webapp.annotation.models import FIELDS
         return {name: self.cleaned_data.get(name) if name != "skipped" else bool(self.cleaned_data.get(name))
                 for name in FIELDS}
 
 
 def raw_fields(post) -> dict:
     """What the user typed, as typed (for drafts and the conflict view, valid or not)."""
-    from webapp.annotation.models import FIELDS
     kept = {}
     for name in FIELDS:
         if name == "skipped":

@@ -23,10 +23,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from webapp.accounts.access import is_researcher, require
 from webapp.annotation import access, agreement, step
+from webapp.annotation.diff import field_diffs
 from webapp.annotation.forms import NotesUploadForm, QueueForm, ReviewForm, RevisionForm, raw_fields
 from webapp.annotation.models import Annotation, Assignment, AuditEvent, QueueItem, Revision
 from webapp.annotation.services import assignments, drafts, notes, queues, reviews, revisions
 from webapp.annotation.services.revisions import Conflict, RevisionRefused, Target
+from webapp.datasets.services.lineage import revision_uses
 from webapp.jobs.models import StepCritique
 from webapp.trajectories import access as trajectory_access
 
@@ -193,7 +195,6 @@ def save_revision(request, pk: int, step_index: int):
 
 
 def _conflict_context(conflict: Conflict, mine: dict) -> dict:
-    from webapp.annotation.diff import field_diffs
     theirs = conflict.head.fields() if conflict.head else {}
     return {"conflict": True, "theirs": conflict.head, "mine": mine,
             "conflict_diffs": field_diffs(theirs, mine, step.DIFF_FIELDS),
@@ -222,7 +223,6 @@ def keep_draft(request, pk: int, step_index: int):
 @require_GET
 def history(request, pk: int):
     annotation = access.get_annotation(request.user, pk)
-    from webapp.annotation.diff import field_diffs
     original = revisions.model_fields(annotation.critique)
     rows = []
     for revision in annotation.revisions.select_related("author", "parent").order_by("-id"):
@@ -231,7 +231,6 @@ def history(request, pk: int):
                      "vs_model": field_diffs(original, revision.fields(), step.DIFF_FIELDS)})
     uses = None
     if is_researcher(request.user):  # the lineage: the snapshots these edits are frozen in, what they trained
-        from webapp.datasets.services.lineage import revision_uses
         uses = revision_uses([row["revision"].pk for row in rows])
     return render(request, "annotation/history.html", {
         "annotation": annotation, "rows": rows, "can_edit": access.can_edit_annotation(request.user, annotation),

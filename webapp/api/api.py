@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from ninja import File, Form, NinjaAPI, Path, Query, Router, UploadedFile
 from ninja.errors import AuthenticationError
 from pydantic import Field
@@ -20,7 +23,20 @@ from pydantic import Field
 from webapp.api import schemas as s
 from webapp.api.auth import SessionAuth, TokenAuth
 from webapp.api.docs_access import docs_login_required
+from webapp.datasets import access as dataset_access
+from webapp.datasets.models import Dataset, Snapshot
+from webapp.datasets.services import datasets as service
+from webapp.datasets.services.build import do_settle
+from webapp.datasets.services.exports import do_settle_exports, file_name
+from webapp.datasets.services.lineage import checkpoint_lineage
+from webapp.jobs import access as job_access
 from webapp.jobs.kinds import JOB_KINDS
+from webapp.jobs.models import Checkpoint, Job
+from webapp.jobs.services import lifecycle
+from webapp.trajectories import access, queries
+from webapp.trajectories.forms import TrajectoryFilterForm, UploadForm
+from webapp.trajectories.models import Project
+from webapp.trajectories.services.uploads import do_receive_upload
 
 MAX_ID = s.MAX_ID
 Id = Annotated[int, Path(ge=1, le=MAX_ID, description="an id")]
@@ -77,10 +93,6 @@ trajectories = Router(tags=["trajectories"])
 
 @trajectories.get("/projects", response={200: list[s.ProjectOut], **ERRORS})
 def list_projects(request):
-    from django.db.models import Count
-
-    from webapp.trajectories import access
-
     projects = list(access.visible_projects(request.user).order_by("name")[:1000])
     if access.reads_everything(request.user):
         return projects
@@ -108,9 +120,6 @@ class TrajectoryFilter(s.Schema):
 @trajectories.get("/trajectories", response={200: s.TrajectoryPage, **ERRORS})
 def list_trajectories(request, filters: Query[TrajectoryFilter]):
     """25 trajectories a page (keyset-paginated: pass ``next_cursor`` back as ``cursor``)."""
-    from webapp.trajectories import access, queries
-    from webapp.trajectories.forms import TrajectoryFilterForm
-
     visible = access.visible_trajectories(request.user)
     raw = {k: v for k, v in filters.dict().items() if v not in ("", None) and k not in ("sort", "cursor")}
     form = TrajectoryFilterForm(raw)
@@ -130,8 +139,6 @@ def _message(m) -> dict:
 
 @trajectories.get("/trajectories/{pk}", response={200: s.TrajectoryOut, **ERRORS})
 def get_trajectory(request, pk: Id):
-    from webapp.trajectories import access
-
     t = access.get_trajectory(request.user, pk)
     return {"id": t.pk, "project": t.project.slug, "task": t.task.external_id, "trial": t.trial,
             "source_model": t.source_model, "reward": t.reward, "success": t.success,
@@ -142,8 +149,6 @@ def get_trajectory(request, pk: Id):
 @trajectories.get("/trajectories/{pk}/steps/{step_index}", response={200: s.StepOut, **ERRORS})
 def get_step(request, pk: Id, step_index: StepNo):
     """One agent step: its action, and every model critique, Bellman target and refinement of it."""
-    from webapp.trajectories import access
-
     t = access.get_step(request.user, pk, step_index)
     action = t.messages.filter(step_index=step_index).first()
     if action is None:
@@ -168,10 +173,6 @@ def import_file(request, file: File[UploadedFile], project: Form[str], format: F
                 source_model: Form[str] = ""):
     """Import a file (any supported format) into a project (made when new). A large file is imported by a
     cpu job: the answer is 202 with the job's id. A file that cannot be imported is a 400 naming the place."""
-    from webapp.trajectories import access
-    from webapp.trajectories.forms import UploadForm
-    from webapp.trajectories.services.uploads import do_receive_upload
-
     access.require_import(request.user)
     form = UploadForm({"project": project, "format": format, "source_model": source_model}, {"file": file})
     if not form.is_valid():
@@ -193,8 +194,6 @@ datasets = Router(tags=["datasets"])
 
 
 def _snapshot(snap) -> dict:
-    from webapp.datasets.services.build import do_settle
-
     snap = do_settle(snap)
     return {"id": snap.pk, "dataset": snap.dataset.name, "version": snap.version, "status": snap.status,
             "n_records": snap.n_records, "content_hash": snap.content_hash, "card": snap.card or {},
@@ -210,10 +209,7 @@ def _dataset(d) -> dict:
 
 @datasets.get("/datasets", response={200: list[s.DatasetOut], **ERRORS})
 def list_datasets(request, kind: str = Query("", max_length=30), project: str = Query("", max_length=200)):
-    from webapp.datasets import access
-    from webapp.datasets.models import Dataset
-
-    access.require_curate(request.user)
+    dataset_access.require_curate(request.user)
     rows = Dataset.objects.select_related("project").order_by("name")
     if kind:
         rows = rows.filter(kind=kind)
@@ -225,11 +221,7 @@ def list_datasets(request, kind: str = Query("", max_length=30), project: str = 
 @datasets.post("/datasets", response={201: s.DatasetOut, **ERRORS})
 def create_dataset(request, payload: s.DatasetIn):
     """A dataset from a kind, a project and a filter; v1 is built by a job unless ``build`` is false."""
-    from webapp.datasets import access
-    from webapp.datasets.services import datasets as service
-    from webapp.trajectories.models import Project
-
-    access.require_curate(request.user)
+    dataset_access.require_curate(request.user)
     project = Project.objects.filter(slug=payload.project).first()
     if project is None:
         return _error(request, 400, f"project: no project with slug {payload.project!r}", "project")
@@ -240,18 +232,14 @@ def create_dataset(request, payload: s.DatasetIn):
 
 @datasets.get("/datasets/{pk}", response={200: s.DatasetOut, **ERRORS})
 def get_dataset(request, pk: Id):
-    from webapp.datasets import access
 
-    return _dataset(access.get_dataset(request.user, pk))
+    return _dataset(dataset_access.get_dataset(request.user, pk))
 
 
 @datasets.post("/datasets/{pk}/build", response={202: s.SnapshotOut, **ERRORS})
 def build_dataset(request, payload: s.BuildIn, pk: Id):
     """The next version, built by a cpu job (poll the snapshot or the job)."""
-    from webapp.datasets import access
-    from webapp.datasets.services import datasets as service
-
-    snapshot, _ = service.do_start_build(request.user, access.get_dataset(request.user, pk), payload.notes)
+    snapshot, _ = service.do_start_build(request.user, dataset_access.get_dataset(request.user, pk), payload.notes)
     return 202, _snapshot(snapshot)
 
 
@@ -260,10 +248,7 @@ def list_snapshots(request, dataset: int = Query(0, ge=0, le=MAX_ID),
                    status: str = Query("", pattern="^(|building|ready|failed)$"),
                    before: int = Query(MAX_ID, ge=1, le=MAX_ID), limit: int = Query(50, ge=1, le=500)):
     """Every dataset's versions, newest first (or one dataset's); pass the last id as ``before``."""
-    from webapp.datasets import access
-    from webapp.datasets.models import Snapshot
-
-    access.require_curate(request.user)
+    dataset_access.require_curate(request.user)
     rows = Snapshot.objects.select_related("dataset").filter(pk__lt=before).order_by("-id")
     if dataset:
         rows = rows.filter(dataset_id=dataset)
@@ -274,18 +259,15 @@ def list_snapshots(request, dataset: int = Query(0, ge=0, le=MAX_ID),
 
 @datasets.get("/snapshots/{pk}", response={200: s.SnapshotOut, **ERRORS})
 def get_snapshot(request, pk: Id):
-    from webapp.datasets import access
 
-    return _snapshot(access.get_snapshot(request.user, pk))
+    return _snapshot(dataset_access.get_snapshot(request.user, pk))
 
 
 @datasets.get("/snapshots/{pk}/records", response={200: s.RecordPage, **ERRORS})
 def list_records(request, pk: Id, split: str = Query("", pattern="^(|train|validation|test)$"),
                  after: int = Query(-1, ge=-1, le=2**31), limit: int = Query(50, ge=1, le=500)):
     """The frozen records in position order; pass ``next_after`` back as ``after``."""
-    from webapp.datasets import access
-
-    snapshot = access.get_snapshot(request.user, pk)
+    snapshot = dataset_access.get_snapshot(request.user, pk)
     if snapshot.status != "ready":
         return _error(request, 400, f"{snapshot.label} is {snapshot.status}: only a built snapshot has records")
     rows = snapshot.records.filter(position__gt=after).order_by("position")
@@ -300,10 +282,6 @@ def list_records(request, pk: Id, split: str = Query("", pattern="^(|train|valid
 
 
 def _export(e) -> dict:
-    from django.urls import reverse
-
-    from webapp.datasets.services.exports import do_settle_exports
-
     if e.status in ("queued", "running"):
         do_settle_exports(e.snapshot)
         e.refresh_from_db()
@@ -315,29 +293,22 @@ def _export(e) -> dict:
 @datasets.post("/snapshots/{pk}/exports", response={202: s.ExportOut, **ERRORS})
 def create_export(request, payload: s.ExportIn, pk: Id):
     """Write the snapshot in a format (a cpu job); poll the export, then download it."""
-    from webapp.datasets import access
-    from webapp.datasets.services import datasets as service
-
-    export, _ = service.check_start_export(request.user, access.get_snapshot(request.user, pk), payload.format,
+    export, _ = service.check_start_export(request.user, dataset_access.get_snapshot(request.user, pk), payload.format,
                                            payload.split)
     return 202, _export(export)
 
 
 @datasets.get("/exports/{pk}", response={200: s.ExportOut, **ERRORS})
 def get_export(request, pk: Id):
-    from webapp.datasets import access
 
-    return _export(access.get_export(request.user, pk))
+    return _export(dataset_access.get_export(request.user, pk))
 
 
 @datasets.get("/exports/{pk}/download", response={404: s.Error, 401: s.Error, 403: s.Error},
               url_name="download_export", openapi_extra={"responses": {"200": {
                   "description": "the file", "content": {"application/octet-stream": {}}}}})
 def download_export(request, pk: Id):
-    from webapp.datasets import access
-    from webapp.datasets.services.exports import file_name
-
-    export = access.get_export(request.user, pk)
+    export = dataset_access.get_export(request.user, pk)
     if export.status != "ready" or not export.path:
         raise Http404(f"export {export.pk} is {export.status}, not ready yet")
     try:
@@ -364,9 +335,7 @@ def _job(j) -> dict:
 def list_job_kinds(request):
     """Every job kind with its config's JSON Schema, derived from the same declared fields the launch forms and
     ``manage.py launch_job`` are."""
-    from webapp.jobs import access
-
-    access.require_jobs(request.user)
+    job_access.require_jobs(request.user)
     return [{"name": k.name, "label": k.label, "queue": k.queue, "launchable": k.launchable,
              "started_by": k.started_by, "dataset_kinds": list(k.dataset_kinds), "trains": k.trains,
              "config_schema": k.config.model_json_schema()} for k in JOB_KINDS.values()]
@@ -376,10 +345,7 @@ def list_job_kinds(request):
 def list_jobs(request, kind: str = Query("", max_length=40), status: str = Query("", max_length=20),
               before: int = Query(MAX_ID, ge=1, le=MAX_ID), limit: int = Query(50, ge=1, le=500)):
     """Newest first; pass the last id as ``before`` for the next page."""
-    from webapp.jobs import access
-    from webapp.jobs.models import Job
-
-    access.require_jobs(request.user)
+    job_access.require_jobs(request.user)
     rows = Job.objects.select_related("created_by").filter(pk__lt=before).order_by("-id")
     if kind:
         rows = rows.filter(kind=kind)
@@ -392,10 +358,7 @@ def list_jobs(request, kind: str = Query("", max_length=40), status: str = Query
 def create_job(request, payload: s.JobIn):
     """Any job kind the UI launches, with its config (validated per kind) and selection. Builds, exports and
     imports are started by their own endpoints (they own a snapshot, an export, an uploaded file)."""
-    from webapp.jobs import access
-    from webapp.jobs.services import lifecycle
-
-    access.require_jobs(request.user)
+    job_access.require_jobs(request.user)
     kind = JOB_KINDS.get(payload.kind)
     if kind is not None and not kind.launchable:
         return _error(request, 400, f"kind: {payload.kind} jobs are started by {kind.started_by}", "kind")
@@ -408,14 +371,11 @@ def create_job(request, payload: s.JobIn):
 
 @jobs.get("/jobs/{pk}", response={200: s.JobOut, **ERRORS})
 def get_job(request, pk: Id):
-    from webapp.jobs import access
 
-    return _job(access.get_job(request.user, pk))
+    return _job(job_access.get_job(request.user, pk))
 
 
 def _checkpoint(c) -> dict:
-    from webapp.datasets.services.lineage import checkpoint_lineage
-
     lineage = checkpoint_lineage(c)
     return {"id": c.pk, "name": c.name, "kind": c.kind, "base_model": c.base_model, "parent": c.parent_id,
             "produced_by": c.produced_by_id, "dataset_hash": c.dataset_hash, "size_bytes": c.size_bytes,
@@ -425,19 +385,13 @@ def _checkpoint(c) -> dict:
 
 @jobs.get("/checkpoints", response={200: list[s.CheckpointOut], **ERRORS})
 def list_checkpoints(request, limit: int = Query(100, ge=1, le=500)):
-    from webapp.jobs import access
-    from webapp.jobs.models import Checkpoint
-
-    access.require_jobs(request.user)
+    job_access.require_jobs(request.user)
     return [_checkpoint(c) for c in Checkpoint.objects.select_related("produced_by", "parent")[:limit]]
 
 
 @jobs.get("/checkpoints/{pk}", response={200: s.CheckpointOut, **ERRORS})
 def get_checkpoint(request, pk: Id):
-    from webapp.jobs import access
-    from webapp.jobs.models import Checkpoint
-
-    checkpoint = access.get_checkpoint(request.user, pk)
+    checkpoint = job_access.get_checkpoint(request.user, pk)
     return _checkpoint(get_object_or_404(Checkpoint.objects.select_related("produced_by", "parent"),
                                          pk=checkpoint.pk))
 
@@ -445,10 +399,7 @@ def get_checkpoint(request, pk: Id):
 @jobs.get("/evaluations", response={200: list[s.EvaluationOut], **ERRORS})
 def list_evaluations(request, checkpoint: int = Query(0, ge=0, le=MAX_ID), limit: int = Query(100, ge=1, le=500)):
     """Finished evaluate (policy) and evaluate-critic (critic vs humans) jobs, newest first."""
-    from webapp.jobs import access
-    from webapp.jobs.models import Job
-
-    access.require_jobs(request.user)
+    job_access.require_jobs(request.user)
     rows = Job.objects.filter(kind__in=("evaluate", "evaluate-critic")).order_by("-id")
     if checkpoint:
         rows = rows.filter(checkpoint_id=checkpoint)
@@ -463,8 +414,6 @@ api.add_router("", jobs)
 
 def urls():
     """The API's URL patterns, exempt from the site's login redirect (the API answers 401 itself)."""
-    from django.contrib.auth.decorators import login_not_required
-
     patterns, app_name, namespace = api.urls
     for pattern in patterns:
         pattern.callback = login_not_required(pattern.callback)

@@ -15,13 +15,14 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from ninja.openapi.views import openapi_view
 
+from webapp.api.tokens import user_for
+
 
 def _user(request):
     if request.user.is_authenticated:
         return request.user
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        from webapp.api.tokens import user_for
 
         return user_for(token.strip())
     return None

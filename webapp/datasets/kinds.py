@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import Any
 
 from nlac_core.formats.dataset_exports import SFT_FORMATS, TRAJECTORY_FORMATS
+from webapp.jobs.kinds import taking
 
 BUILDERS = "webapp.datasets.services.build"
 
@@ -44,13 +45,9 @@ class DatasetKind:
         return [made] if isinstance(made, tuple) else list(made or [])
 
     def trained_by(self) -> str | None:
-        from webapp.jobs.kinds import taking  # the job kinds read dataset names only; imported when asked
-
         return taking(self.name, trains=True)
 
     def evaluated_by(self) -> str | None:
-        from webapp.jobs.kinds import taking
-
         return taking(self.name, trains=False)
 
 

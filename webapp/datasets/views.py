@@ -14,12 +14,12 @@ from webapp.datasets.models import Dataset, Export, Snapshot
 from webapp.datasets.services import datasets as service
 from webapp.datasets.services import lineage
 from webapp.datasets.services.build import do_settle
-from webapp.datasets.services.exports import ExportError, do_settle_exports, formats_for
+from webapp.datasets.services.exports import ExportError, do_settle_exports, file_name, formats_for
 from webapp.datasets.services.specs import SpecError
 from webapp.jobs import access as job_access
 from webapp.jobs.configs import ConfigError
 from webapp.jobs.kinds import taking
-from webapp.jobs.models import Checkpoint
+from webapp.jobs.models import Checkpoint, Job
 from webapp.jobs.services import lifecycle
 
 RECORDS_PAGE = 25
@@ -129,8 +129,6 @@ def snapshot_export(request, pk: int):
 
 
 def export_download(request, pk: int):
-    from webapp.datasets.services.exports import file_name
-
     export = access.get_export(request.user, pk)
     if export.status != Export.READY or not export.path:
         raise Http404("this export is not written yet")
@@ -145,16 +143,15 @@ def export_download(request, pk: int):
                         content_type=kinds.get(suffix, "application/octet-stream"))
 
 
-@require_POST
-def snapshot_train(request, pk: int):
-    """"Train critic on this" / "distill policy on this": the job with the snapshot pinned."""
+def _launch_on_snapshot(request, pk: int, form_class, kind_of, success):
+    """The snapshot page's job buttons: the form's job with the snapshot pinned, or the refusal flashed."""
     snapshot = access.get_snapshot(request.user, pk)
     job_access.require_jobs(request.user)
-    form = TrainForm(request.POST)
+    form = form_class(request.POST)
     if not form.is_valid():
         flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("snapshot_detail", pk=snapshot.pk)
-    kind = taking(snapshot.dataset.kind, trains=True) or "train-critic"  # none: the job names the refusal
+    kind = kind_of(snapshot)
     try:
         job = lifecycle.check_launch_job(request.user, kind, form.config(snapshot.pk))
     except ConfigError as exc:
@@ -163,30 +160,25 @@ def snapshot_train(request, pk: int):
     except lifecycle.BrokerUnavailable as exc:
         flash.error(request, str(exc))
         return redirect("snapshot_detail", pk=snapshot.pk)
-    flash.success(request, f"Job {job.pk} ({kind}) queued on {snapshot.label}.")
+    flash.success(request, success(job, kind, form.cleaned_data, snapshot))
     return redirect("job_detail", pk=job.pk)
 
 
 @require_POST
+def snapshot_train(request, pk: int):
+    """"Train critic on this" / "distill policy on this": the job with the snapshot pinned."""
+    return _launch_on_snapshot(
+        request, pk, TrainForm,
+        lambda snapshot: taking(snapshot.dataset.kind, trains=True) or "train-critic",  # none: the job refuses
+        lambda job, kind, d, snapshot: f"Job {job.pk} ({kind}) queued on {snapshot.label}.")
+
+
+@require_POST
 def snapshot_evaluate(request, pk: int):
-    snapshot = access.get_snapshot(request.user, pk)
-    job_access.require_jobs(request.user)
-    form = EvaluateForm(request.POST)
-    if not form.is_valid():
-        flash.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        return redirect("snapshot_detail", pk=snapshot.pk)
-    d = form.cleaned_data
-    try:
-        job = lifecycle.check_launch_job(request.user, "evaluate-critic", form.config(snapshot.pk))
-    except ConfigError as exc:
-        flash.error(request, f"{exc.field}: {exc.message}")
-        return redirect("snapshot_detail", pk=snapshot.pk)
-    except lifecycle.BrokerUnavailable as exc:
-        flash.error(request, str(exc))
-        return redirect("snapshot_detail", pk=snapshot.pk)
-    flash.success(request, f"Job {job.pk} evaluates {d['checkpoint'] or 'the embedded model'} on the "
-                           f"{d['split']} split of {snapshot.label}.")
-    return redirect("job_detail", pk=job.pk)
+    return _launch_on_snapshot(
+        request, pk, EvaluateForm, lambda snapshot: "evaluate-critic",
+        lambda job, kind, d, snapshot: f"Job {job.pk} evaluates {d['checkpoint'] or 'the embedded model'} on the "
+                                       f"{d['split']} split of {snapshot.label}.")
 
 
 def checkpoint_detail(request, pk: int):
@@ -204,7 +196,6 @@ def checkpoint_compare(request):
             ids.append(int(raw))
     chosen = list(Checkpoint.objects.filter(pk__in=ids).order_by("id")) if ids else []
     if not chosen:  # default: the checkpoints with a critic evaluation, newest six
-        from webapp.jobs.models import Job
 
         with_eval = (Job.objects.filter(kind="evaluate-critic", status=Job.SUCCEEDED, checkpoint__isnull=False)
                      .order_by("-id").values_list("checkpoint_id", flat=True)[:200])

@@ -2,6 +2,8 @@ from django.apps import AppConfig
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
+from webapp.jobs import endpoints
+
 
 class JobsConfig(AppConfig):
     name = "webapp.jobs"
@@ -13,8 +15,6 @@ class JobsConfig(AppConfig):
 
 def check_openai_endpoints(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """A malformed NLAC_OPENAI_ENDPOINTS is reported at start (`manage.py check`), not at the first openai job."""
-    from webapp.jobs import endpoints
-
     try:
         endpoints.configured()
     except ImproperlyConfigured as exc:

@@ -25,6 +25,7 @@ from nlac_core.envs import ENV_NAMES, EVAL_SPLITS, TRAIN_SPLITS, overlapping
 from nlac_core.formats import FORMATS
 from nlac_core.successor import OUTCOME_TARGETS
 from nlac_core.supervision import WHERE
+from nlac_core.training import SFTRunConfig
 from webapp.errors import FieldError
 from webapp.jobs import endpoints
 
@@ -349,8 +350,6 @@ class TrainCriticJob(TrainingSettings, JobConfig):
                                           json_schema_extra=labels(OUTCOME_LABELS))
 
     def sft_config(self):
-        from nlac_core.training import SFTRunConfig  # lazy: the training stack (torch, TRL) only where it trains
-
         return SFTRunConfig(learning_rate=self.learning_rate, epochs=self.epochs, max_steps=self.max_steps,
                             per_device_batch_size=self.per_device_batch_size, max_length=self.max_length,
                             lora=self.lora, lora_r=self.lora_r, seed=self.seed)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from nlac_core.backends import get_backend
 from webapp.jobs import endpoints, loaded_model
 from webapp.jobs.configs import ConfigError, ModelChoice
 from webapp.jobs.models import Checkpoint
@@ -34,7 +35,6 @@ def environment_backend(config, policy: Any, policy_checkpoint: Checkpoint | Non
         found = endpoints.configured().get(config.env_endpoint)
         if found is None:
             raise ConfigError("env_endpoint", f"{config.env_endpoint!r} is not a configured endpoint on this worker")
-        from nlac_core.backends import get_backend
 
         backend = get_backend("openai", model=config.env_endpoint_model, base_url=found.base_url,
                               api_key=found.api_key())

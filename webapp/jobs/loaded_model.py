@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from nlac_core.backends import get_backend
 from webapp.jobs import endpoints
 from webapp.jobs.configs import ConfigError, ModelChoice
 from webapp.jobs.endpoints import Endpoint
@@ -47,7 +48,6 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
             backend = _current[1]
         else:
             evict_locked()
-            from nlac_core.backends import get_backend
 
             if config.backend == "openai":
                 backend = get_backend("openai", model=config.endpoint_model, base_url=endpoint.base_url,
@@ -76,7 +76,6 @@ def extra_backend(config: ModelChoice, checkpoint: Checkpoint) -> Any:
     kept (the caller closes it), and swapped by ``override`` in tests like the main one."""
     if _override is not None:
         return _override(config, checkpoint)
-    from nlac_core.backends import get_backend
 
     backend = get_backend(config.backend, model=checkpoint.path)
     if hasattr(backend, "batch_size"):

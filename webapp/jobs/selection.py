@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webapp.jobs.configs import ConfigError
+from webapp.trajectories import queries
+from webapp.trajectories.forms import TrajectoryFilterForm
+from webapp.trajectories.models import Trajectory
 
 MAX_TRAJECTORIES = 10_000
 
@@ -33,8 +36,6 @@ class Selection:
 
     @classmethod
     def parse(cls, data: dict[str, Any], required: bool = False) -> Selection:
-        from webapp.trajectories.models import Trajectory
-
         if not isinstance(data, dict):
             raise ConfigError("selection", "expected an object with trajectory_ids or filter")
         unknown = sorted(set(data) - {"trajectory_ids", "filter", "limit"})
@@ -65,9 +66,6 @@ class Selection:
 
 
 def _resolve_filter(raw: dict[str, Any], limit: int) -> list[int]:
-    from webapp.trajectories import queries
-    from webapp.trajectories.forms import TrajectoryFilterForm
-
     if not isinstance(raw, dict):
         raise ConfigError("selection.filter", "expected an object of trajectory list filters")
     form = TrajectoryFilterForm({k: v for k, v in raw.items() if v not in (None, "")})

@@ -15,10 +15,12 @@ from django.http import FileResponse, Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from webapp.datasets.compare import critic_figures
 from webapp.jobs import access, charts
 from webapp.jobs.configs import ConfigError
 from webapp.jobs.forms import FILTER_KEYS, FORMS, JobFilterForm
 from webapp.jobs.models import Checkpoint, Job, StepCritique
+from webapp.jobs.runners.export import export_path
 from webapp.jobs.services import lifecycle
 
 PAGE = 50
@@ -95,7 +97,6 @@ def _critic_figures(job: Job) -> dict | None:
     """An evaluate-critic job's figures against its baselines, with their charts (as the compare page draws)."""
     if job.kind != "evaluate-critic" or not (job.outputs or {}).get("critic"):
         return None
-    from webapp.datasets.compare import critic_figures
 
     return critic_figures(job.outputs, job.checkpoint.name if job.checkpoint else "this critic")
 
@@ -150,8 +151,6 @@ def job_log(request, pk: int):
 
 
 def job_export_file(request, pk: int):
-    from webapp.jobs.runners.export import export_path
-
     job = access.get_job(request.user, pk)
     path = export_path(job.pk)
     if job.kind != "export" or job.status != Job.SUCCEEDED or not path.is_file():

@@ -1,4 +1,7 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+from webapp.trajectories import search
 
 
 class TrajectoriesConfig(AppConfig):
@@ -6,9 +9,5 @@ class TrajectoriesConfig(AppConfig):
     label = "trajectories"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate
-
-        from webapp.trajectories import search
-
         post_migrate.connect(lambda sender, using="default", **kw: search.prune(using), sender=self,
                              weak=False, dispatch_uid="trajectory-search-prune")

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterable
 
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
@@ -84,8 +84,6 @@ def prune(using: str = "default") -> None:
     (post_migrate): a flush empties the tables and resets ids, which would otherwise
     let old documents match new trajectories. The contentless FTS5 table of SQLite can
     only be emptied as a whole, so there it acts when no trajectory is left."""
-    from django.db import connections
-
     conn = connections[using]
     table_names = conn.introspection.table_names()
     if "trajectories_trajectory" not in table_names:

@@ -30,7 +30,7 @@ from webapp.annotation.services.queues import step_pairs
 from webapp.datasets.kinds import DATASET_KINDS, DatasetKind
 from webapp.datasets.models import Dataset, Snapshot, SnapshotRecord
 from webapp.datasets.services.specs import DatasetSpec
-from webapp.jobs.models import StepCritique, StepRefinement, StepTarget, newest_per_step
+from webapp.jobs.models import Job, StepCritique, StepRefinement, StepTarget, newest_per_step
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_with_ids
 
@@ -436,8 +436,6 @@ def _build(snapshot: Snapshot, progress: Progress | None, should_stop: Callable[
 def do_settle(snapshot: Snapshot) -> Snapshot:
     """A build whose job ended without building it (cancelled while queued, given up by the reaper) is marked
     failed, so no page waits for it forever."""
-    from webapp.jobs.models import Job
-
     if snapshot.status == Snapshot.BUILDING and snapshot.job_id and Job.objects.filter(
             pk=snapshot.job_id, status__in=(Job.FAILED, Job.CANCELLED)).exists():
         do_fail_abandoned(snapshot)

@@ -17,6 +17,7 @@ from nlac_core.formats import dataset_exports as ex
 from webapp.datasets.kinds import DATASET_KINDS
 from webapp.datasets.models import Export, Snapshot
 from webapp.datasets.services.build import snapshot_records
+from webapp.jobs.models import Job
 
 
 class ExportError(ValueError):
@@ -112,7 +113,5 @@ def do_write_export(export: Export, attempt: int, progress: Callable[[int], None
 
 def do_settle_exports(snapshot: Snapshot) -> None:
     """Exports whose job ended without writing them (cancelled while queued, given up) are marked failed."""
-    from webapp.jobs.models import Job
-
     Export.objects.filter(snapshot=snapshot, status__in=(Export.QUEUED, Export.RUNNING),
                           job__status__in=(Job.FAILED, Job.CANCELLED)).update(status=Export.FAILED)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nlac_core.bellman import BackupConfig, backup
+from nlac_core.outputs import to_json
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import BackupJob
 from webapp.jobs.models import Checkpoint, StepTarget
@@ -24,9 +26,6 @@ def target_network(config: BackupJob, policy: Checkpoint) -> Checkpoint:
 
 
 def run_backup(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.bellman import BackupConfig, backup
-    from nlac_core.outputs import to_json
-
     config: BackupJob = ctx.config  # type: ignore[assignment]
     items = selected_steps(ctx, config)
     todo = steps_to_do(ctx, StepTarget, items, "backup", "backed up")

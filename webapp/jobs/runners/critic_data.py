@@ -16,21 +16,36 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from django.contrib.auth import get_user_model
+
+from nlac_core.backends.base import Provenance, SamplingSpec
+from nlac_core.counterfactual import CounterfactualCase, rerun
+from nlac_core.critic_data import balance, hard_tasks, runtime_labels, unlocalised
+from nlac_core.envs import make_env
+from nlac_core.outputs import StepRef, to_json
+from nlac_core.rollout import rollout
+from nlac_core.supervision import as_critique
+from webapp.accounts.roles import ANNOTATOR
+from webapp.annotation.models import Queue
+from webapp.annotation.services.queues import QueueSpec, do_create_queue
+from webapp.datasets.models import Dataset, Snapshot
+from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
+from webapp.datasets.services.datasets import check_create_dataset
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CriticDataJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.runners.supervision import EpisodeStore
+from webapp.jobs.services import lifecycle
+from webapp.trajectories.models import Message, Project, Trajectory
+from webapp.trajectories.services.exports import iter_with_ids
+from webapp.trajectories.services.projects import do_get_or_create_project
 
 LABEL_PROMPT_ID = "first_error@gold"  # where a label came from: first-error localisation by gold actions
 
 
 def run_critic_data(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.envs import make_env
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.projects import do_get_or_create_project
-
     config: CriticDataJob = ctx.config  # type: ignore[assignment]
     if ctx.selection.trajectory_ids:
         return _label_recorded(ctx, config)
@@ -46,11 +61,6 @@ def run_critic_data(ctx: JobContext) -> dict[str, Any]:
 
 def _self_play_and_label(ctx: JobContext, config, checkpoint, actor, project, mine, env, env_label: str,
                          ) -> dict[str, Any]:
-    from nlac_core.backends.base import SamplingSpec
-    from nlac_core.critic_data import balance, hard_tasks, runtime_labels
-    from nlac_core.rollout import rollout
-    from webapp.trajectories.services.exports import iter_with_ids
-
     tasks = env.tasks(config.split, config.tasks)
     spec = SamplingSpec(max_new_tokens=config.max_new_tokens or env.default_max_new_tokens,
                         temperature=config.temperature, seed=config.seed)
@@ -96,8 +106,6 @@ def _self_play_and_label(ctx: JobContext, config, checkpoint, actor, project, mi
 def _targets(ctx: JobContext, config, project, records, ids: dict[str, int], difficulties, labels,
              validation: dict[str, Any]) -> dict[str, Any]:
     """Store the labels, queue the failed episodes no first error was found in, build the snapshot (and train)."""
-    from nlac_core.critic_data import unlocalised
-
     hard = [d for d in difficulties if d.hard]
     written = _store_labels(ctx, labels, ids)
     not_placed = unlocalised(records, difficulties, config.at_turn_cap)
@@ -120,10 +128,6 @@ def _targets(ctx: JobContext, config, project, records, ids: dict[str, int], dif
 def _label_recorded(ctx: JobContext, config: CriticDataJob) -> dict[str, Any]:
     """Recorded episodes as the pipeline's episodes (imported tau-bench / tau2-bench runs: offline data): no
     self-play and no model; hard tasks from all their trials, first errors from their tasks' gold actions."""
-    from nlac_core.critic_data import hard_tasks, runtime_labels
-    from webapp.trajectories.models import Project, Trajectory
-    from webapp.trajectories.services.exports import iter_with_ids
-
     selected = Trajectory.objects.filter(pk__in=ctx.selection.trajectory_ids)
     projects = sorted(set(selected.values_list("project_id", flat=True)))
     if len(projects) != 1:
@@ -148,9 +152,6 @@ def _label_recorded(ctx: JobContext, config: CriticDataJob) -> dict[str, Any]:
 
 def _validated(ctx, env, actor, spec, config, records, labels, project, source, env_label=""):
     """Keep an intervene target only if re-running from its step with its feedback succeeds."""
-    from nlac_core.counterfactual import CounterfactualCase, rerun
-    from webapp.trajectories.models import Trajectory
-
     by_hash = {r.content_hash(): r for r in records}
     cases = [CounterfactualCase(by_hash[x.trajectory], x.step_index, "feedback", x.feedback)
              for x in labels if x.decision == "intervene"]
@@ -177,10 +178,6 @@ def _validated(ctx, env, actor, spec, config, records, labels, project, source, 
 
 
 def _store_labels(ctx: JobContext, labels, ids: dict[str, int]) -> int:
-    from nlac_core.backends.base import Provenance
-    from nlac_core.outputs import StepRef, to_json
-    from nlac_core.supervision import as_critique
-
     provenance = Provenance(prompt_id=LABEL_PROMPT_ID, backend="", model="")
     rows = []
     for x in labels:
@@ -198,13 +195,6 @@ def _store_labels(ctx: JobContext, labels, ids: dict[str, int]) -> int:
 
 def _queue_unlocalised(ctx: JobContext, project, trajectory_ids: list[int]) -> int | None:
     """An annotator queue of the agent steps of failed episodes whose first error gold actions cannot place."""
-    from django.contrib.auth import get_user_model
-
-    from webapp.accounts.roles import ANNOTATOR
-    from webapp.annotation.models import Queue
-    from webapp.annotation.services.queues import QueueSpec, do_create_queue
-    from webapp.trajectories.models import Message
-
     if not trajectory_ids:
         return None
     annotators = list(get_user_model().objects.filter(groups__name=ANNOTATOR, is_active=True).order_by("id"))
@@ -232,11 +222,6 @@ def _queue_unlocalised(ctx: JobContext, project, trajectory_ids: list[int]) -> i
 
 
 def _snapshot_and_training(ctx: JobContext, config: CriticDataJob, project) -> dict[str, Any]:
-    from webapp.datasets.models import Dataset, Snapshot
-    from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
-    from webapp.datasets.services.datasets import check_create_dataset
-    from webapp.jobs.services import lifecycle
-
     name = config.dataset or f"runtime critic from job {ctx.job.pk}"
     dataset = Dataset.objects.filter(name=name).first()
     if dataset is None:

@@ -12,18 +12,21 @@ from typing import Any
 
 from django.db.models import Count
 
+from nlac_core.critic import CritiqueConfig, critique
+from nlac_core.outcome import OutcomeCalibration
+from nlac_core.outputs import to_json
+from nlac_core.state import pick_steps
+from nlac_core.successor import transition_of
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CritiqueJob
 from webapp.jobs.models import StepCritique
 from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_with_ids
 
 
 def selected_steps(ctx: JobContext, config: CritiqueJob) -> list[tuple[int, Any]]:
     """(trajectory id, StepView) for every selected step, in trajectory then step order."""
-    from nlac_core.state import pick_steps
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_with_ids
-
     out: list[tuple[int, Any]] = []
     rows = Trajectory.objects.filter(pk__in=ctx.selection.trajectory_ids)
     for trajectory_id, record in iter_with_ids(rows):
@@ -35,10 +38,6 @@ def selected_steps(ctx: JobContext, config: CritiqueJob) -> list[tuple[int, Any]
 
 
 def run_critique(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.critic import CritiqueConfig, critique
-    from nlac_core.outputs import to_json
-    from nlac_core.successor import transition_of
-
     config: CritiqueJob = ctx.config  # type: ignore[assignment]
     items = selected_steps(ctx, config)
     todo = steps_to_do(ctx, StepCritique, items, "critique", "critiqued")
@@ -73,7 +72,5 @@ def run_critique(ctx: JobContext) -> dict[str, Any]:
 
 def stored_calibration(checkpoint):
     """The outcome calibration a calibrate-outcome job stored on the checkpoint (None: none yet)."""
-    from nlac_core.outcome import OutcomeCalibration
-
     data = (checkpoint.manifest or {}).get("outcome_calibration") if checkpoint is not None else None
     return OutcomeCalibration.from_dict(data) if data else None

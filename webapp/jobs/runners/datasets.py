@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from webapp.datasets.models import Export, Snapshot
+from webapp.datasets.services.build import BuildStopped, do_build_snapshot, do_reopen_failed_build
+from webapp.datasets.services.exports import do_write_export
 from webapp.jobs.runners.base import JobContext
 
 
 def run_build_snapshot(ctx: JobContext) -> dict[str, Any]:
-    from webapp.datasets.models import Snapshot
-    from webapp.datasets.services.build import BuildStopped, do_build_snapshot, do_reopen_failed_build
-
     snapshot = Snapshot.objects.select_related("dataset__project").get(pk=ctx.config.snapshot)
     if snapshot.job_id != ctx.job.pk:
         raise ValueError(f"{snapshot.label} is built by job {snapshot.job_id}, not this one")
@@ -44,9 +44,6 @@ def run_build_snapshot(ctx: JobContext) -> dict[str, Any]:
 
 
 def run_export_snapshot(ctx: JobContext) -> dict[str, Any]:
-    from webapp.datasets.models import Export
-    from webapp.datasets.services.exports import do_write_export
-
     export = Export.objects.select_related("snapshot__dataset").get(pk=ctx.config.export)
     total = export.snapshot.n_records
     ctx.progress(0, total, "export")

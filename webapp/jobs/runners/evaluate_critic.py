@@ -19,20 +19,33 @@ episodes' real outcomes, and word similarity of the critique's free text to the 
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+from nlac_core.actions import render_message_action
+from nlac_core.backends.base import ChatRequest, Provenance, SamplingSpec
+from nlac_core.critic import CritiqueConfig, critique
+from nlac_core.critic_eval import Judged, critic_report, is_flag, p_flag_of_verdicts
+from nlac_core.metrics import calibration, text_similarity, verdict_scores
+from nlac_core.outcome import Scored, outcome_report
+from nlac_core.outputs import from_json, to_json
+from nlac_core.prompts.nlac import DECISIONS, RUNTIME_CRITIC, VERDICTS
+from nlac_core.state import step_of
+from nlac_core.successor import ref_of, transition_of
+from nlac_core.supervision import as_critique, decision_probs
+from webapp.datasets.models import Snapshot, SnapshotRecord
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import EvaluateCriticJob
 from webapp.jobs.models import Checkpoint, Job, StepCritique
 from webapp.jobs.runners.base import JobContext, write_in_chunks
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_with_ids
 
 HUMAN = ("gold", "submitted")
 REFERENCE = {"critic_targets": HUMAN, "runtime_critic": (*HUMAN, "label")}
 
 
 def snapshot_kind(config: EvaluateCriticJob) -> str:
-    from webapp.datasets.models import Snapshot
-
     snapshot = Snapshot.objects.select_related("dataset").filter(pk=config.snapshot).first()
     if snapshot is None:
         raise ValueError(f"snapshot {config.snapshot} does not exist")
@@ -45,10 +58,6 @@ def snapshot_kind(config: EvaluateCriticJob) -> str:
 def held_out(config: EvaluateCriticJob, kind: str = "critic_targets") -> list[Any]:
     """The split's reference-labelled records of the snapshot (whose trajectory still exists), one per step:
     all of them, or a seeded sample of ``max_steps`` spread over the whole split; in position order."""
-    import random
-
-    from webapp.datasets.models import SnapshotRecord
-
     rows = SnapshotRecord.objects.filter(snapshot_id=config.snapshot, split=config.split,
                                          source__in=REFERENCE[kind], trajectory__isnull=False)
     first: dict[tuple[int, int], int] = {}
@@ -98,8 +107,6 @@ def run_evaluate_critic(ctx: JobContext) -> dict[str, Any]:
 
 def _judge_rows(job: Job, config: EvaluateCriticJob, kind: str, checkpoint: Checkpoint | None, backend):
     """A function from a chunk of snapshot records to the (unsaved) StepCritiques of ``backend``'s judgments."""
-    from nlac_core.outputs import to_json
-
     def make_rows(chunk):
         return [StepCritique(trajectory_id=r.trajectory_id, step_index=r.step_index, job=job, checkpoint=checkpoint,
                              verdict=c.verdict or "", success_prob=c.success_prob, parse_ok=c.parse_ok, mode=c.mode,
@@ -111,15 +118,6 @@ def _judge_rows(job: Job, config: EvaluateCriticJob, kind: str, checkpoint: Chec
 
 def judge(backend, config: EvaluateCriticJob, kind: str, chunk) -> list[Any]:
     """The critic's Critique of each snapshot record's step (see the module docstring)."""
-    from nlac_core.backends.base import ChatRequest, Provenance, SamplingSpec
-    from nlac_core.critic import CritiqueConfig, critique
-    from nlac_core.prompts.nlac import RUNTIME_CRITIC
-    from nlac_core.state import step_of
-    from nlac_core.successor import ref_of, transition_of
-    from nlac_core.supervision import as_critique, decision_probs
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_with_ids
-
     trajectories = dict(iter_with_ids(Trajectory.objects.filter(pk__in={r.trajectory_id for r in chunk})))
     steps = [step_of(trajectories[r.trajectory_id], r.step_index) for r in chunk]
     if kind == "runtime_critic":
@@ -140,8 +138,6 @@ def judge(backend, config: EvaluateCriticJob, kind: str, chunk) -> list[Any]:
 def _judged_action(step, record) -> str:
     """The proposal a runtime-critic record asks about: a rejected proposal its label names, else the step's
     recorded action."""
-    from nlac_core.actions import render_message_action
-
     return str((record.data.get("provenance") or {}).get("action") or render_message_action(step.action))
 
 
@@ -183,8 +179,6 @@ def _base_scores(ctx: JobContext, config: EvaluateCriticJob, kind: str, checkpoi
 
 def reference_flag(record, kind: str) -> bool | None:
     """The reference label of a snapshot record: True for not optimal / intervene; None without one."""
-    from nlac_core.critic_eval import is_flag
-
     provenance = record.data.get("provenance") or {}
     if kind == "runtime_critic":
         decision = provenance.get("decision", "")
@@ -196,9 +190,6 @@ def reference_flag(record, kind: str) -> bool | None:
 def judged_items(items, critiques: dict, kind: str) -> list[Any]:
     """``critic_eval.Judged`` of every item with a reference label and a critique; by task (the snapshot's task
     key), so the intervals resample whole tasks."""
-    from nlac_core.critic_eval import Judged, is_flag, p_flag_of_verdicts
-    from nlac_core.outputs import from_json
-
     out = []
     for r in items:
         c = critiques.get((r.trajectory_id, r.step_index))
@@ -212,19 +203,12 @@ def judged_items(items, critiques: dict, kind: str) -> list[Any]:
 
 
 def judged_report(items, critiques: dict, kind: str) -> dict[str, Any]:
-    from nlac_core.critic_eval import critic_report
-
     return critic_report(judged_items(items, critiques, kind))
 
 
 def scores(job, items, kind: str = "critic_targets") -> dict[str, Any]:
     """The job's figures: ``critic`` (``nlac_core.critic_eval``) for either kind; for critic targets also verdict
     accuracy, the predicted outcome's calibration and AUROC, and the critique text's similarity to the human's."""
-    from nlac_core.metrics import calibration, text_similarity, verdict_scores
-    from nlac_core.outcome import Scored, outcome_report
-    from nlac_core.outputs import from_json
-    from nlac_core.prompts.nlac import DECISIONS, VERDICTS
-
     critiques = {(c.trajectory_id, c.step_index): c for c in StepCritique.objects.filter(job=job)}
     report = judged_report(items, critiques, kind)
     parse_rate = sum(c.parse_ok for c in critiques.values()) / len(critiques) if critiques else None

@@ -11,7 +11,10 @@ from typing import Any
 
 from django.conf import settings
 
+from nlac_core.formats import nlac_jsonl
 from webapp.jobs.runners.base import JobContext
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_records
 
 
 def export_path(job_id: int) -> Path:
@@ -19,10 +22,6 @@ def export_path(job_id: int) -> Path:
 
 
 def run_export(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.formats import nlac_jsonl
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_records
-
     ids = ctx.selection.trajectory_ids
     path = export_path(ctx.job.pk)
     path.parent.mkdir(parents=True, exist_ok=True)

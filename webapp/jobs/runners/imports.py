@@ -12,14 +12,13 @@ from typing import Any
 
 from webapp.jobs.configs import ImportJob
 from webapp.jobs.runners.base import JobContext
+from webapp.trajectories.services.imports import do_import_file
+from webapp.trajectories.services.projects import do_get_or_create_project
 
 REPORT_EVERY = 200
 
 
 def run_import(ctx: JobContext) -> dict[str, Any]:
-    from webapp.trajectories.services.imports import do_import_file
-    from webapp.trajectories.services.projects import do_get_or_create_project
-
     config: ImportJob = ctx.config  # type: ignore[assignment]
     path = Path(config.path)
     if not path.is_file():

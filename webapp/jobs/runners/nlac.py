@@ -17,27 +17,25 @@ from typing import Any
 
 from django.conf import settings
 
+from nlac_core.ema import TargetSchedule, init_target, update_target
+from nlac_core.replay import ReplayConfig, draw_trajectories
 from webapp.jobs.configs import NlacIterationJob
 from webapp.jobs.models import Checkpoint, Job
 from webapp.jobs.runners.base import JobContext, WaitForChildren
 from webapp.jobs.services import lifecycle
 from webapp.jobs.services.checkpoints import checkpoint_for, do_register_checkpoint
+from webapp.trajectories.models import Trajectory
 
 PHASES = ("rollout", "backup", "critique", "refine", "train")
 
 
 def _episodes(rollout: Job) -> list[int]:
-    from webapp.trajectories.models import Trajectory
-
     return list(Trajectory.objects.filter(meta__job=rollout.pk).order_by("id").values_list("pk", flat=True))
 
 
 def _replay(config: NlacIterationJob, rollout: Job, fresh: list[int]) -> list[int]:
     """Stored trajectories of the rollout's project drawn from the replay buffer (``nlac_core.replay``): the
     environment's own and, for tool use, imported runs; never this iteration's fresh episodes."""
-    from nlac_core.replay import ReplayConfig, draw_trajectories
-    from webapp.trajectories.models import Trajectory
-
     stored = Trajectory.objects.filter(project__slug=rollout.outputs.get("project")).exclude(pk__in=fresh)
     candidates = [(pk, n) for pk, n, env in stored.values_list("pk", "n_steps", "meta__env")
                   if env == config.env or (config.env == "tool_use" and env is None)]
@@ -131,8 +129,6 @@ def _ema_twin(ctx: JobContext, config: NlacIterationJob, online: Checkpoint, tar
               trained: Checkpoint) -> Checkpoint:
     """The target updated toward the trained model under the job's schedule (Polyak with tau, or a hard copy
     every N updates), written as a new directory: the trained model's twin."""
-    from nlac_core.ema import TargetSchedule, init_target, update_target
-
     existing = Checkpoint.objects.filter(ema_of=trained).first()
     if existing is not None:
         return existing

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from nlac_core.critic import CritiqueConfig
+from nlac_core.evaluation import is_success
+from nlac_core.outcome import Scored, fit_platt, outcome_report, split_by_task
+from nlac_core.prompts.nlac import SUCCESSOR
+from nlac_core.successor import predict_futures, transition_of
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CalibrateOutcomeJob
 from webapp.jobs.models import Checkpoint
@@ -19,12 +24,6 @@ from webapp.jobs.runners.critique import selected_steps
 
 
 def run_calibrate_outcome(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.critic import CritiqueConfig
-    from nlac_core.evaluation import is_success
-    from nlac_core.outcome import Scored, fit_platt, outcome_report, split_by_task
-    from nlac_core.prompts.nlac import SUCCESSOR
-    from nlac_core.successor import predict_futures, transition_of
-
     config: CalibrateOutcomeJob = ctx.config  # type: ignore[assignment]
     items = [(tid, step) for tid, step in selected_steps(ctx, config) if step.trajectory.reward is not None]
     if not items:

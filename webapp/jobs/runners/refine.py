@@ -15,10 +15,16 @@ from typing import Any
 
 from django.db.models import Sum
 
+from nlac_core.critic import CritiqueConfig
+from nlac_core.outputs import from_json, to_json
+from nlac_core.refine import RefineConfig, refine_steps
+from nlac_core.state import pick_steps
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RefineJob
 from webapp.jobs.models import StepCritique, StepRefinement
 from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_with_ids
 
 
 def _critiques(ids, critique_job: int | None) -> dict[tuple[int, int], StepCritique]:
@@ -29,13 +35,6 @@ def _critiques(ids, critique_job: int | None) -> dict[tuple[int, int], StepCriti
 
 
 def run_refine(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.critic import CritiqueConfig
-    from nlac_core.outputs import from_json, to_json
-    from nlac_core.refine import RefineConfig, refine_steps
-    from nlac_core.state import pick_steps
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_with_ids
-
     config: RefineJob = ctx.config  # type: ignore[assignment]
     critiques = _critiques(ctx.selection.trajectory_ids, config.critique_job)
     items = []

@@ -12,19 +12,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from nlac_core.backends.base import SamplingSpec
+from nlac_core.envs import make_env, needs_oracle
+from nlac_core.evaluation import compute_metrics
+from nlac_core.rollout import rollout
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RolloutJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.runners.base import JobContext
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_records
+from webapp.trajectories.services.imports import do_store_records
+from webapp.trajectories.services.projects import do_get_or_create_project
 
 STORE_EVERY = 8
 
 
 def run_rollout(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.envs import make_env, needs_oracle
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.projects import do_get_or_create_project
-
     config: RolloutJob = ctx.config  # type: ignore[assignment]
     checkpoint = ctx.model_checkpoint(config)
     default_project = "evaluations" if ctx.job.kind == "evaluate" else f"{config.env} rollouts"
@@ -40,12 +44,6 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
 
 
 def _play(ctx, config, project, mine, done, backend, checkpoint, env, env_label) -> dict[str, Any]:
-    from nlac_core.backends.base import SamplingSpec
-    from nlac_core.evaluation import compute_metrics
-    from nlac_core.rollout import rollout
-    from webapp.trajectories.services.exports import iter_records
-    from webapp.trajectories.services.imports import do_store_records
-
     tasks = env.tasks(config.task_split(), config.tasks)
     total = len(tasks) * config.trials
     ctx.log(f"{config.env}: {len(tasks)} tasks x {config.trials} trials = {total} episodes, {len(done)} already "

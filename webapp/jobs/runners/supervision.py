@@ -20,13 +20,24 @@ import contextlib
 from dataclasses import replace
 from typing import Any
 
+from nlac_core.backends.base import SamplingSpec
+from nlac_core.counterfactual import cases_of, rerun
+from nlac_core.envs import make_env, needs_oracle
+from nlac_core.outputs import to_json
+from nlac_core.rollout import rollout
+from nlac_core.supervision import SupervisionConfig, Supervisor, judge_recorded
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import ModelChoice, ReplayCriticJob, SupervisedRolloutJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
 from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.jobs.runners.critique import selected_steps
 from webapp.jobs.services.checkpoints import checkpoint_for
 from webapp.jobs.services.supervision import do_store_runtime_checks, run_summary
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_records
+from webapp.trajectories.services.imports import do_store_records
+from webapp.trajectories.services.projects import do_get_or_create_project
 
 STORE_EVERY = 8
 
@@ -50,9 +61,6 @@ class EpisodeStore:
             self.flush()
 
     def flush(self) -> None:
-        from webapp.trajectories.models import Trajectory
-        from webapp.trajectories.services.imports import do_store_records
-
         if self.pending and self.ctx.still_owner():
             batch = do_store_records(self.project, list(self.pending), f"job {self.ctx.job.pk} {self.arm}",
                                      user=self.ctx.job.created_by)
@@ -72,15 +80,6 @@ def _critic(config, actor, actor_checkpoint):
 
 
 def run_supervised_rollout(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.backends.base import SamplingSpec
-    from nlac_core.counterfactual import cases_of, rerun
-    from nlac_core.envs import make_env, needs_oracle
-    from nlac_core.rollout import rollout
-    from nlac_core.supervision import SupervisionConfig, Supervisor
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_records
-    from webapp.trajectories.services.projects import do_get_or_create_project
-
     config: SupervisedRolloutJob = ctx.config  # type: ignore[assignment]
     checkpoint = ctx.model_checkpoint(config)
     project = do_get_or_create_project(config.project or f"{config.env} supervised", domain=config.env)
@@ -173,10 +172,6 @@ def _describe(summary: dict[str, Any]) -> str:
 
 
 def run_replay_critic(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.outputs import to_json
-    from nlac_core.supervision import SupervisionConfig, judge_recorded
-    from webapp.jobs.runners.critique import selected_steps
-
     config: ReplayCriticJob = ctx.config  # type: ignore[assignment]
     items = selected_steps(ctx, config)
     todo = steps_to_do(ctx, StepCritique, items, "replay", "judged")

@@ -17,18 +17,20 @@ from typing import Any
 
 from django.conf import settings
 
+from nlac_core import sft_data
+from nlac_core.outputs import from_json
+from nlac_core.training import train_sft
+from webapp.datasets.models import Snapshot
+from webapp.datasets.services.build import snapshot_records
 from webapp.jobs.configs import DistillPolicyJob, TrainCriticJob
 from webapp.jobs.models import StepCritique, StepRefinement, StepTarget
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.services.checkpoints import checkpoint_for, do_register_checkpoint
+from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.exports import iter_records
 
 
 def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, Any]]:
-    from nlac_core import sft_data
-    from nlac_core.outputs import from_json
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_records
-
     if config.snapshot is not None:
         return _snapshot_records(ctx, config)
     ids = ctx.selection.trajectory_ids
@@ -61,9 +63,6 @@ def training_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, 
 
 def _snapshot_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, Any]]:
     """The train split of the pinned snapshot, as frozen when it was built (its provenance kept)."""
-    from webapp.datasets.models import Snapshot
-    from webapp.datasets.services.build import snapshot_records
-
     snapshot = Snapshot.objects.select_related("dataset").get(pk=config.snapshot)
     records = list(snapshot_records(snapshot, "train"))
     if not records:
@@ -74,11 +73,6 @@ def _snapshot_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str,
 
 
 def _distillation_records(ids, config: DistillPolicyJob) -> list[dict[str, Any]]:
-    from nlac_core import sft_data
-    from nlac_core.outputs import from_json
-    from webapp.trajectories.models import Trajectory
-    from webapp.trajectories.services.exports import iter_records
-
     rows = StepRefinement.objects.filter(trajectory_id__in=ids, valid=True).select_related("critique")
     if config.only_changed:
         rows = rows.filter(changed=True)
@@ -109,8 +103,6 @@ def frozen_records(ctx: JobContext, config: TrainCriticJob) -> list[dict[str, An
 
 
 def run_train_critic(ctx: JobContext) -> dict[str, Any]:
-    from nlac_core.training import train_sft
-
     config: TrainCriticJob = ctx.config  # type: ignore[assignment]
     base = checkpoint_for(config.checkpoint)
     ctx.use_checkpoint(base)

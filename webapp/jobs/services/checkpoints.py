@@ -13,6 +13,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from nlac_core.backends.embedded import ensure_embedded_model
+from nlac_core.checkpoints import check_model_dir, checkpoint_info
 from webapp.jobs.models import Checkpoint, Job
 
 EMBEDDED = "smollm2-135m-instruct"
@@ -23,7 +25,6 @@ def embedded_checkpoint() -> Checkpoint:
     existing = Checkpoint.objects.filter(name=EMBEDDED).first()
     if existing is not None and Path(existing.path, "config.json").is_file():
         return existing
-    from nlac_core.backends.embedded import ensure_embedded_model
 
     path = ensure_embedded_model(Path(settings.NLAC_MODEL_DIR))
     return do_register_checkpoint(path, name=EMBEDDED, kind="base")
@@ -33,8 +34,6 @@ def do_register_checkpoint(path: str | Path, name: str | None = None, kind: str 
                            produced_by: Job | None = None, parent: Checkpoint | None = None,
                            ema_of: Checkpoint | None = None) -> Checkpoint:
     """Register (or refresh) the model directory at ``path``; idempotent by path."""
-    from nlac_core.checkpoints import check_model_dir, checkpoint_info
-
     directory = check_model_dir(path).resolve()
     info = checkpoint_info(directory)
     manifest = info.manifest

@@ -23,6 +23,7 @@ from nlac_core.prompts.nlac import RUNTIME_CRITIC
 from nlac_core.supervision import as_critique
 from webapp.jobs.models import Checkpoint, Job, StepCritique
 from webapp.trajectories.models import Message, Trajectory
+from webapp.trajectories.services.exports import iter_records
 
 ARMS = ("baseline", "supervised", "counterfactual")
 
@@ -55,8 +56,6 @@ def _arm(trajectory: Trajectory) -> str:
 
 def run_summary(job: Job, env: str) -> dict[str, Any]:
     """What a supervised-rollout job measured, from the trajectories it stored (see the module docstring)."""
-    from webapp.trajectories.services.exports import iter_records
-
     stored = Trajectory.objects.filter(meta__job=job.pk).select_related("task").order_by("id")
     records = {arm: [] for arm in ARMS}
     for record in iter_records(stored):

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.text import get_valid_filename
 
+from webapp.jobs.services.imports import check_queue_import
 from webapp.trajectories.models import Project
 from webapp.trajectories.services.imports import ImportResult, do_import_file
 from webapp.trajectories.services.projects import do_get_or_create_project
@@ -25,8 +26,6 @@ class Received:
 
 def do_receive_upload(user, upload, options: dict[str, Any]) -> Received:
     """``options`` are the upload form's cleaned data (project, format, source_model)."""
-    from webapp.jobs.services.imports import check_queue_import
-
     folder = settings.UPLOAD_DIR / uuid.uuid4().hex
     folder.mkdir(parents=True)
     path = folder / (get_valid_filename(upload.name) or "upload")

@@ -4,6 +4,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from webapp.datasets.models import Dataset
+from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
+from webapp.datasets.services.datasets import check_create_dataset
+from webapp.trajectories.models import Project
 from webapp.trajectories.services.imports import do_import_file
 from webapp.trajectories.services.projects import do_get_or_create_project
 
@@ -42,11 +46,6 @@ class Command(BaseCommand):
 
     def _demo_dataset(self) -> None:
         """A small trajectories dataset of the tau2 run, built v1, so the Datasets page has something to open."""
-        from webapp.datasets.models import Dataset
-        from webapp.datasets.services.build import do_build_snapshot, do_create_snapshot
-        from webapp.datasets.services.datasets import check_create_dataset
-        from webapp.trajectories.models import Project
-
         project = Project.objects.filter(name=DEMO_FILES[1][0], n_trajectories__gt=0).first()
         if project is None or Dataset.objects.filter(name="demo tau2 episodes").exists():
             return
