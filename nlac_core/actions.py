@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from nlac_core.mathanswer import extract_boxed
 from nlac_core.records import Message, ToolCall
 
 TOOL_CALL_PREFIX = "TOOL_CALL:"
@@ -140,8 +141,6 @@ def _check_question(spec: ActionSpec, text: str) -> ActionCheck:
 
 
 def _check_math(spec: ActionSpec, text: str) -> ActionCheck:
-    from nlac_core.mathanswer import extract_boxed
-
     if not (text or "").strip():
         return ActionCheck(False, error="the solution is empty")
     if extract_boxed(text) is None:

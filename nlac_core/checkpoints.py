@@ -25,6 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import nlac_core
+from nlac_core.records import canonical_json
+
 MANIFEST_NAME = "nlac_manifest.json"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
@@ -146,8 +149,6 @@ def dataset_hash(records: Iterable[dict[str, Any]]) -> str:
 
     Hashes parsed records, not file bytes, so the same records written with other spacing hash the same.
     """
-    from nlac_core.records import canonical_json
-
     digest = hashlib.sha256()
     for record in records:
         digest.update(canonical_json(record).encode("utf-8"))
@@ -158,8 +159,6 @@ def dataset_hash(records: Iterable[dict[str, Any]]) -> str:
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """``nlac_core.__version__`` plus the git commit of this checkout when there is one (never fails)."""
-    import nlac_core
-
     version = nlac_core.__version__
     try:
         out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=Path(nlac_core.__file__).parent,

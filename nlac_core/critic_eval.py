@@ -26,8 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nlac_core.backends.base import ChatRequest
 from nlac_core.metrics import calibration
 from nlac_core.outcome import Scored, auroc, bootstrap_by_task
+from nlac_core.supervision import decision_probs
 
 FLAG_VERDICTS = ("suboptimal", "harmful")  # an NLAC verdict other than "optimal" flags the step
 
@@ -192,9 +194,6 @@ def judge_runtime_records(critic, records: Sequence[Mapping[str, Any]], tasks: S
     """The runtime critic's P(intervene) on each record's own prompt (``supervision.decision_probs``, as the
     evaluate-critic job judges a runtime-critic snapshot), paired with the record's label; records without a
     label are left out."""
-    from nlac_core.backends.base import ChatRequest
-    from nlac_core.supervision import decision_probs
-
     keep = [(r, t, label) for r, t in zip(records, tasks, strict=True) if (label := runtime_label(r)) is not None]
     probs = decision_probs(critic, [ChatRequest(list(r["prompt"])) for r, _, _ in keep], calibrate)
     return [Judged(t, p_flag_of_verdicts(p), bool(p) and max(p, key=p.get) == "intervene", label)

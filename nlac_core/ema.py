@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from safetensors import safe_open
+
 from nlac_core.checkpoints import (
     MANIFEST_NAME,
     SAFETENSORS_INDEX,
@@ -206,8 +208,7 @@ def _check_compatible(target: Path, online: Path, target_files: dict[str, Path],
 def _average_file(target_files: dict[str, Path], online_files: dict[str, Path], names: list[str], tau: float,
                   shard: Path, dest: Path) -> None:
     """Stream one output safetensors file: header from the target's, then each averaged tensor in order."""
-    import torch
-    from safetensors import safe_open
+    import torch  # lazy: only an EMA update reads tensors
 
     header = read_safetensors_header(shard)
     layout: dict[str, Any] = {}

@@ -27,13 +27,18 @@ from typing import Any
 from nlac_core.backends.base import Backend, SamplingSpec
 from nlac_core.bellman import BackupConfig, backup, generic_policy_prompt
 from nlac_core.critic import CritiqueConfig, critique
+from nlac_core.ema import TargetSchedule, update_target
+from nlac_core.envs import EVAL_SPLITS, TRAIN_SPLITS, make_env, overlapping
+from nlac_core.evaluation import compute_metrics
 from nlac_core.outputs import from_json, to_json
 from nlac_core.records import TrajectoryRecord
 from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
 from nlac_core.replay import ReplayConfig, draw
+from nlac_core.rollout import read_trajectories, rollout, write_trajectories
 from nlac_core.sft_data import StepIndex, distillation_records, records_hash, successor_records
 from nlac_core.state import StepView
 from nlac_core.successor import OUTCOME_TARGETS, transition_of
+from nlac_core.training import SFTRunConfig, train_sft
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 LoadBackend = Callable[[str], Backend]  # model directory -> backend
@@ -68,20 +73,15 @@ class IterationConfig:
         self.schedule()  # raises ValueError on a bad tau, schedule or period
         if self.outcome_target not in OUTCOME_TARGETS:
             raise ValueError(f"outcome_target must be one of {', '.join(OUTCOME_TARGETS)}, got {self.outcome_target!r}")
-        from nlac_core.envs import EVAL_SPLITS, overlapping
 
         if overlapping(self.env, self.split, self.eval_split):
             raise ValueError(f"the iteration would train on its evaluation split: split {self.train_split()!r} "
                              f"shares tasks with eval_split {self.eval_split or EVAL_SPLITS.get(self.env)!r}")
 
     def train_split(self) -> str:
-        from nlac_core.envs import TRAIN_SPLITS
-
         return self.split or TRAIN_SPLITS.get(self.env, "")
 
     def schedule(self):
-        from nlac_core.ema import TargetSchedule
-
         return TargetSchedule(self.target_schedule, self.tau, self.target_every)
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,12 +116,6 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
     and refine phases work on transitions drawn from it and from the fresh
     rollout (``config.replay``), the drawn ones listed in ``transitions.json``.
     """
-    from nlac_core.ema import update_target
-    from nlac_core.envs import make_env
-    from nlac_core.evaluation import compute_metrics
-    from nlac_core.rollout import read_trajectories, rollout, write_trajectories
-    from nlac_core.training import SFTRunConfig, train_sft
-
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     (work / "config.json").write_text(json.dumps(config.to_dict(), indent=2, default=str))

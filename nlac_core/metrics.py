@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from math import comb
 
@@ -31,8 +32,6 @@ def pass_hat_ks(outcomes: list[tuple[int, int]]) -> dict[int, float]:
 
 def text_similarity(a: str, b: str) -> float:
     """Share of words in common, order-aware (difflib ratio over words): 1.0 identical, 0.0 disjoint."""
-    import difflib
-
     wa, wb = (text.split() for text in (a or "", b or ""))
     if not wa and not wb:
         return 1.0

@@ -98,7 +98,7 @@ class OutcomeCalibration:
 def fit_platt(items: Sequence[Scored], fitted_on: str = "", model: str = "", prompt_id: str = "",
               ) -> OutcomeCalibration:
     """Logistic regression of the outcome on logit(P(success)); both outcomes must be present."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # lazy: scikit-learn only for a calibration fit
 
     positives = sum(i.success for i in items)
     if not items or positives in (0, len(items)):

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from nlac_core.actions import ActionSpec, render_message_action, tool_spec_from_names, tool_spec_from_schemas
 from nlac_core.backends.base import Backend, Provenance, SamplingSpec
 from nlac_core.critic import CritiqueConfig, critique
+from nlac_core.envs.mock_domain import AGENT_TOOLS
+from nlac_core.evaluation import is_success
 from nlac_core.outputs import Critique, Refinement
 from nlac_core.prompts.nlac import FORMAT_NOTES, REFINE
 from nlac_core.state import StepView
-from nlac_core.successor import Transition, clip_action
+from nlac_core.successor import Transition, clip_action, transition_of
 
 ON_OPTIMAL = ("keep", "refine")
 
@@ -54,8 +56,6 @@ def action_spec_for(step: StepView) -> ActionSpec:
     if env in ("twenty_questions", "math"):
         return ActionSpec(env)
     if env == "tool_use":
-        from nlac_core.envs.mock_domain import AGENT_TOOLS
-
         return ActionSpec("tool_use", AGENT_TOOLS)
     schemas = trajectory.meta.get("tools")
     if isinstance(schemas, list) and schemas:
@@ -160,8 +160,6 @@ def refine_steps(backend: Backend, steps: Sequence[StepView], critiques: Sequenc
     """Refine stored steps with their critiques (one critique per step, same order); ``critique_config``
     is what rounds after the first critique the new action with (default: ``CritiqueConfig()``). The step that
     won its episode (``won_episode``) and, by default, the steps judged optimal keep their action."""
-    from nlac_core.successor import transition_of
-
     kwargs = {} if max_state_chars is None else {"max_state_chars": max_state_chars}
     transitions = [transition_of(s, render_message_action(s.action), **kwargs) for s in steps]
     return refine(backend, transitions, critiques, [spec_for(s) for s in steps], config, critique_config,
@@ -171,7 +169,5 @@ def refine_steps(backend: Backend, steps: Sequence[StepView], critiques: Sequenc
 def won_episode(step: StepView) -> bool:
     """The last agent step of a successful episode: what won it (a 20 Questions guess naming the word, a
     correct MATH solution, the closing step of a solved tool-use task) is never rewritten."""
-    from nlac_core.evaluation import is_success
-
     trajectory = step.trajectory
     return trajectory.reward is not None and is_success(trajectory) and step.index == len(trajectory.steps) - 1

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nlac_core.formats import read
 from nlac_core.records import TrajectoryRecord
 from nlac_core.state import StepView, steps_of
 
@@ -100,8 +101,6 @@ def _sample(steps: list[StepView], n: int, rng: random.Random) -> list[StepView]
 
 def read_buffer(paths: Iterable[str | Path]) -> list[TrajectoryRecord]:
     """Trajectories of replay files (any importable format) and folders of them (``*.jsonl``, sorted)."""
-    from nlac_core.formats import read
-
     out: list[TrajectoryRecord] = []
     for path in paths:
         path = Path(path)

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from nlac_core.bellman import PolicyPrompter, generic_policy_prompt
+from nlac_core.checkpoints import dataset_hash
 from nlac_core.critic import render_futures
 from nlac_core.outputs import BellmanTarget, Critique, Refinement, StepRef
 from nlac_core.prompts.nlac import SUCCESSOR, TRAINED_EVALUATOR
@@ -121,6 +122,4 @@ def distillation_records(refinements: Iterable[Refinement], index: StepIndex,
 def records_hash(records: Sequence[Mapping[str, Any]]) -> str:
     """The dataset's identity, as checkpoint manifests record it (``checkpoints.dataset_hash``):
     every record with its provenance, in order."""
-    from nlac_core.checkpoints import dataset_hash
-
     return dataset_hash(records)

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from nlac_core.actions import render_message_action
 from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSpec, sampling_problem
 from nlac_core.outcome import OutcomeCalibration
 from nlac_core.outputs import Future, StepRef
@@ -41,8 +42,6 @@ def ref_of(step: StepView) -> StepRef:
 
 
 def transition_of(step: StepView, action: str | None = None, max_state_chars: int = DEFAULT_MAX_CHARS) -> Transition:
-    from nlac_core.actions import render_message_action
-
     text = render_message_action(step.action) if action is None else action
     return Transition(ref_of(step), render_messages(step.history, max_state_chars), clip_action(text))
 

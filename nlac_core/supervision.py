@@ -31,6 +31,7 @@ from nlac_core.backends.base import Backend, ChatRequest, Provenance, SamplingSp
 from nlac_core.outputs import Critique, StepRef
 from nlac_core.prompts.base import Rendered
 from nlac_core.prompts.nlac import ACTOR_FEEDBACK, DECISIONS, RUNTIME_CRITIC
+from nlac_core.rollout import derive_seed, takes_row_seeds
 from nlac_core.sections import CONTENT_FREE, choose, continue_line
 from nlac_core.state import DEFAULT_MAX_CHARS, StepView, render_messages
 from nlac_core.successor import clip_action, ref_of
@@ -88,8 +89,6 @@ class Supervisor:
         the proposals were sampled with, one per slot; a backend that takes a seed per row samples each
         revision with one derived from its slot's (so a revision does not depend on its batch mates, and a
         resumed job plays as it would have)."""
-        from nlac_core.rollout import derive_seed, takes_row_seeds
-
         per_row = row_seeds is not None and takes_row_seeds(self.actor)
         final = list(proposals)
         records: list[list[dict]] = [[] for _ in slots]

@@ -67,7 +67,7 @@ def _converted(target: Path) -> bool:
 
 def convert_gguf(source: Path, target: Path) -> Path:
     """GGUF file -> safetensors model directory with its tokenizer."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: only a conversion needs it
 
     source = Path(source)
     if not source.is_file():

@@ -42,7 +42,7 @@ class VLLMBackend:
     def __init__(self, model: str, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.85,
                  max_model_len: int | None = None, dtype: str = "auto") -> None:
         try:
-            import vllm
+            import vllm  # lazy: GPU hosts only (requirements-gpu.txt)
         except ImportError as exc:
             raise BackendError("the vllm backend needs vllm, installed on GPU hosts only "
                                "(pip install -r requirements-gpu.txt)") from exc
@@ -69,7 +69,7 @@ class VLLMBackend:
         self._llm = None
         gc.collect()
         try:
-            import torch
+            import torch  # lazy: only a vllm host asks for its GPUs
 
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()

@@ -8,9 +8,15 @@ each naming its step by trajectory content hash and step number.
 from __future__ import annotations
 
 import collections
+import copy
+import json
 import sys
 from pathlib import Path
 
+from nlac_core import sft_data
+from nlac_core.actions import tool_spec_from_schemas
+from nlac_core.backends.embedded import ensure_embedded_model
+from nlac_core.bellman import BackupConfig, backup_chunks
 from nlac_core.commands.common import (
     UsageError,
     add_backend_args,
@@ -19,15 +25,19 @@ from nlac_core.commands.common import (
     read_jsonl,
     write_jsonl,
 )
+from nlac_core.critic import CritiqueConfig, critique_chunks
+from nlac_core.formats import read
+from nlac_core.iteration import IterationConfig, run_iteration
 from nlac_core.outputs import from_json, to_json
 from nlac_core.records import TrajectoryRecord
+from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
+from nlac_core.replay import ReplayConfig, read_buffer
+from nlac_core.sft_data import StepIndex
 from nlac_core.state import StepView, pick_steps
-from nlac_core.successor import OUTCOME_TARGETS
+from nlac_core.successor import OUTCOME_TARGETS, transition_of
 
 
 def load_trajectories(path: str, fmt: str | None, limit: int | None = None) -> list[TrajectoryRecord]:
-    from nlac_core.formats import read
-
     if limit is not None and limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
     out = []
@@ -74,12 +84,9 @@ def _config(cls, args, **fields):
 
 
 def cmd_critique(args) -> int:
-    from nlac_core.critic import CritiqueConfig, critique_chunks
-    from nlac_core.successor import transition_of
-
     outcome = None
     if args.outcome_calibration:
-        from nlac_core.outcome import OutcomeCalibration
+        from nlac_core.outcome import OutcomeCalibration  # lazy: pulls scikit-learn in; the CLI starts fast
 
         try:
             outcome = OutcomeCalibration.load(args.outcome_calibration)
@@ -104,8 +111,6 @@ def cmd_critique(args) -> int:
 
 
 def cmd_backup(args) -> int:
-    from nlac_core.bellman import BackupConfig, backup_chunks
-
     config = _config(BackupConfig, args, next_action=args.next_action, temperature=args.temperature,
                      seed=args.seed, max_state_chars=args.max_state_chars, chunk_size=args.chunk_size)
     steps = select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps, args.max_steps)
@@ -124,8 +129,6 @@ def cmd_backup(args) -> int:
 
 
 def _with_model(args, model: str):
-    import copy
-
     other = copy.copy(args)
     other.model = model
     return other
@@ -156,11 +159,6 @@ def _steps_for(index, records, path: str):
 
 
 def cmd_refine(args) -> int:
-    import json
-
-    from nlac_core.actions import tool_spec_from_schemas
-    from nlac_core.refine import RefineConfig, action_spec_for, refine_steps
-    from nlac_core.sft_data import StepIndex
 
     config = _config(RefineConfig, args, rounds=args.rounds, temperature=args.temperature, seed=args.seed,
                      on_optimal="refine" if args.refine_optimal else "keep")
@@ -194,8 +192,6 @@ def cmd_refine(args) -> int:
 
 
 def cmd_build_dataset(args) -> int:
-    from nlac_core import sft_data
-
     index = sft_data.StepIndex(load_trajectories(args.trajectories, args.format))
     kind = {"successor": "BellmanTarget", "critique": "Critique", "distill": "Refinement"}[args.kind]
     records = _read_outputs(args.inputs, kind)
@@ -215,11 +211,7 @@ def cmd_build_dataset(args) -> int:
 
 
 def cmd_iterate(args) -> int:
-    import json
-
-    from nlac_core.backends.embedded import ensure_embedded_model
-    from nlac_core.backends.hf import HFBackend
-    from nlac_core.iteration import IterationConfig, run_iteration
+    from nlac_core.backends.hf import HFBackend  # lazy: torch and transformers
 
     sft = {}
     if args.sft_config:
@@ -227,7 +219,6 @@ def cmd_iterate(args) -> int:
             sft = json.loads(Path(args.sft_config).read_text())
         except (OSError, ValueError) as exc:
             raise UsageError(f"--sft-config {args.sft_config}: not a readable JSON object ({exc})") from None
-    from nlac_core.replay import ReplayConfig, read_buffer
 
     replay_config = _config(ReplayConfig, args, size=args.replay_size, fresh_fraction=args.fresh_fraction,
                             seed=args.seed)

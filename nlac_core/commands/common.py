@@ -9,7 +9,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
+from nlac_core.backends import get_backend
 from nlac_core.backends.base import SamplingSpec
+from nlac_core.backends.embedded import ensure_embedded_model
 
 
 class UsageError(ValueError):
@@ -48,9 +52,6 @@ def sampling_from_args(args, **overrides) -> SamplingSpec:
 
 def backend_from_args(args, prefix: str = ""):
     """Build the backend the options name; the embedded model when no --model is given."""
-    from nlac_core.backends import get_backend
-    from nlac_core.backends.embedded import ensure_embedded_model
-
     dest = prefix.replace("-", "_")
     name, model = getattr(args, f"{dest}backend"), getattr(args, f"{dest}model")
     base_url, device = getattr(args, f"{dest}base_url"), getattr(args, f"{dest}device")
@@ -112,7 +113,5 @@ def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
 
 def progress(iterable=None, total: int | None = None, desc: str = ""):
     """A tqdm bar on stderr (quiet when stderr is not a terminal and NLAC_PROGRESS is unset)."""
-    from tqdm import tqdm
-
     disable = not (sys.stderr.isatty() or os.environ.get("NLAC_PROGRESS"))
     return tqdm(iterable, total=total, desc=desc, disable=disable, file=sys.stderr)

@@ -25,6 +25,8 @@ from nlac_core.commands.common import (
     sampling_from_args,
 )
 from nlac_core.envs import ENV_NAMES, EnvError, make_env, needs_oracle
+from nlac_core.evaluation import compute_metrics
+from nlac_core.rollout import TrajectoryWriter, rollout
 
 DATA_OPTION = {"twenty_questions": "words_path", "math": "problems_path", "tool_use": "domain_dir"}
 ORACLE_MODES = ("auto", "generate")
@@ -110,9 +112,6 @@ def _setup(args):
 
 
 def _run(args, env, policy, tasks, spec, on_trajectory):
-    from nlac_core.evaluation import compute_metrics
-    from nlac_core.rollout import rollout
-
     bar = progress(total=len(tasks) * args.trials, desc=f"{args.env} episodes")
 
     def report(done: int, total: int) -> None:
@@ -135,8 +134,6 @@ def _run(args, env, policy, tasks, spec, on_trajectory):
 
 
 def cmd_rollout(args) -> int:
-    from nlac_core.rollout import TrajectoryWriter
-
     env, policy, tasks, spec = _setup(args)
     with TrajectoryWriter(args.out) as writer:
         result = _run(args, env, policy, tasks, spec, writer.write)
@@ -146,8 +143,6 @@ def cmd_rollout(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from nlac_core.rollout import TrajectoryWriter
-
     env, policy, tasks, spec = _setup(args)
     if args.out:
         with TrajectoryWriter(args.out) as writer:

@@ -7,7 +7,9 @@ import sys
 from itertools import islice
 from pathlib import Path
 
+from nlac_core.backends import embedded, get_backend
 from nlac_core.backends.base import ChatRequest
+from nlac_core.backends.embedded import ensure_embedded_model
 from nlac_core.commands.common import (
     UsageError,
     add_backend_args,
@@ -18,11 +20,10 @@ from nlac_core.commands.common import (
     sampling_from_args,
     write_jsonl,
 )
+from nlac_core.serve import serve
 
 
 def cmd_convert_model(args) -> int:
-    from nlac_core.backends import embedded
-
     if args.gguf is None and args.out is None and not args.force:
         print(embedded.ensure_embedded_model())
         return 0
@@ -88,10 +89,6 @@ def cmd_generate(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from nlac_core.backends import get_backend
-    from nlac_core.backends.embedded import ensure_embedded_model
-    from nlac_core.serve import serve
-
     if args.model == "embedded":
         path = str(ensure_embedded_model())
     elif args.backend == "fake" or Path(args.model).is_dir():

@@ -11,15 +11,14 @@ import json
 
 from nlac_core.commands.algorithm import load_trajectories, select_steps
 from nlac_core.commands.common import UsageError, add_backend_args, backend_from_args
+from nlac_core.critic import CritiqueConfig
+from nlac_core.evaluation import is_success
 from nlac_core.outcome import Scored, fit_platt, outcome_report, split_by_task
+from nlac_core.prompts.nlac import SUCCESSOR
+from nlac_core.successor import predict_futures, transition_of
 
 
 def cmd_calibrate_outcome(args) -> int:
-    from nlac_core.critic import CritiqueConfig
-    from nlac_core.evaluation import is_success
-    from nlac_core.prompts.nlac import SUCCESSOR
-    from nlac_core.successor import predict_futures, transition_of
-
     steps = [s for s in select_steps(load_trajectories(args.trajectories, args.format, args.limit), args.steps,
                                      args.max_steps) if s.trajectory.reward is not None]
     if not 0 < args.held_out < 1:

@@ -17,6 +17,8 @@ from nlac_core.commands.common import UsageError, add_backend_args, backend_from
 from nlac_core.commands.formats import trajectories
 from nlac_core.critic_data import first_error, gold_actions, hard_tasks, runtime_labels
 from nlac_core.evaluation import is_success
+from nlac_core.outputs import to_json
+from nlac_core.supervision import SupervisionConfig, judge_recorded
 
 
 def cmd_first_errors(args) -> int:
@@ -42,9 +44,6 @@ def cmd_first_errors(args) -> int:
 
 
 def cmd_judge(args) -> int:
-    from nlac_core.outputs import to_json
-    from nlac_core.supervision import SupervisionConfig, judge_recorded
-
     try:
         config = SupervisionConfig(where=args.where, feedback_tokens=args.feedback_tokens,
                                    max_state_chars=args.max_state_chars, calibrate=not args.no_calibration)

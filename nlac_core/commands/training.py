@@ -13,6 +13,8 @@ from pathlib import Path
 
 from nlac_core.checkpoints import CheckpointError, check_model_dir
 from nlac_core.commands.common import UsageError, progress
+from nlac_core.ema import ema_update, init_target
+from nlac_core.training import DatasetError, ResumeError, SFTRunConfig, read_records, train_sft
 
 # flag dest -> SFTRunConfig field; a flag left unset keeps the --config file's value (or the default)
 CONFIG_FLAGS = {
@@ -25,8 +27,6 @@ CONFIG_FLAGS = {
 
 
 def config_from_args(args):
-    from nlac_core.training import SFTRunConfig
-
     data: dict = {}
     if args.config:
         path = Path(args.config)
@@ -49,8 +49,6 @@ def config_from_args(args):
 
 
 def cmd_train(args) -> int:
-    from nlac_core.training import DatasetError, ResumeError, read_records, train_sft
-
     try:
         records = read_records(args.dataset)
     except DatasetError as exc:
@@ -77,8 +75,6 @@ def cmd_train(args) -> int:
 
 
 def cmd_ema_update(args) -> int:
-    from nlac_core.ema import ema_update
-
     target = _model_dir(args.target, "--target", need_tokenizer=False)
     online = _model_dir(args.online, "--online", need_tokenizer=False)
     try:
@@ -90,8 +86,6 @@ def cmd_ema_update(args) -> int:
 
 
 def cmd_ema_init(args) -> int:
-    from nlac_core.ema import init_target
-
     online = _model_dir(args.online, "--online", need_tokenizer=False)
     try:
         out = init_target(online, args.target)
@@ -124,7 +118,7 @@ class _Reporter:
 
 def _model_dir(path: str | None, flag: str, need_tokenizer: bool = True) -> Path:
     if path is None:
-        from nlac_core.backends.embedded import ensure_embedded_model
+        from nlac_core.backends.embedded import ensure_embedded_model  # lazy: transformers
 
         return ensure_embedded_model()
     try:
@@ -135,7 +129,7 @@ def _model_dir(path: str | None, flag: str, need_tokenizer: bool = True) -> Path
 
 def _quiet_libraries() -> None:
     """datasets and transformers draw their own bars (tokenizing, loading, saving); ours is the one to read."""
-    import datasets
+    import datasets  # lazy: datasets and transformers only for a training run
     import transformers
 
     datasets.disable_progress_bars()

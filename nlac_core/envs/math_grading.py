@@ -48,7 +48,7 @@ def wrap(answer: str) -> str:
 
 def grade_in_process(gold: str, predicted: str, timeouts: bool = True) -> Grade:
     """Compare two LaTeX answers (no delimiters) with math-verify in this thread."""
-    from math_verify import parse, verify
+    from math_verify import parse, verify  # lazy: math-verify (sympy) loads in seconds
 
     parse_timeout = PARSE_TIMEOUT_S if timeouts else None
     gold_parsed = parse(wrap(gold), parsing_timeout=parse_timeout)

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from nlac_core.datasets import SPLITS, as_messages, as_prompt_completion
+from nlac_core.formats import nlac_jsonl
+from nlac_core.records import from_dict
 
 SFT_FORMATS = ("jsonl", "jsonl-prompt-completion", "parquet", "hf")
 TRAJECTORY_FORMATS = ("nlac-jsonl", "tau-bench", "jsonl")
@@ -56,7 +58,7 @@ def write_jsonl(records: Iterable[Mapping[str, Any]], out: IO[str], variant: str
 
 
 def _arrow_schema():
-    import pyarrow as pa
+    import pyarrow as pa  # lazy (here and below): pyarrow and datasets load only for the Parquet/HF exports
 
     message = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     return pa.schema([("messages", message), ("prompt", message), ("completion", message), ("split", pa.string()),
@@ -140,9 +142,6 @@ def write_hf_dataset(records_of_split: Callable[[str], Iterable[Mapping[str, Any
 
 def write_trajectories_jsonl(records: Iterable[Mapping[str, Any]], out: IO[str],
                              progress: Progress | None = None) -> int:
-    from nlac_core.formats import nlac_jsonl
-    from nlac_core.records import from_dict
-
     n = 0
     for record in _count(records, progress):
         out.write(nlac_jsonl.dumps(from_dict(dict(record))) + "\n")

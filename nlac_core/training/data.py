@@ -117,7 +117,7 @@ def _tool_call(call: Any, field: str, where: str) -> ToolCall:
 
 def build_dataset(examples: list[dict[str, Any]]):
     """The in-memory ``datasets.Dataset`` TRL takes (nothing is written to the datasets cache)."""
-    from datasets import Dataset
+    from datasets import Dataset  # lazy: datasets only for a training run
 
     return Dataset.from_list(examples)
 

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import huggingface_hub.constants
+
 from nlac_core.checkpoints import (
     MANIFEST_NAME,
     SAFETENSORS_INDEX,
@@ -120,7 +122,7 @@ def make_trainer(examples: list[dict[str, Any]], base: Path, state_dir: Path, co
                  should_stop: Callable[[], bool] | None = None):
     """The configured SFTTrainer and its progress callback (separate so tests and the bench can inspect
     TRL's data pipeline and time steps without publishing a checkpoint)."""
-    import torch
+    import torch  # lazy (here and below): torch, transformers, TRL and peft take seconds; only training needs them
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, ProgressCallback
     from trl import SFTConfig, SFTTrainer
 
@@ -273,6 +275,5 @@ def _no_hub_telemetry() -> None:
     """TRL pings the Hub when a trainer starts; models here load from local paths only and must not phone home
     (air-gapped clusters). huggingface_hub reads the switch at import time, so set the constant too."""
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-    import huggingface_hub.constants
 
     huggingface_hub.constants.HF_HUB_DISABLE_TELEMETRY = True
