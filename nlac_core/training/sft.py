@@ -144,7 +144,7 @@ def make_trainer(examples: list[dict[str, Any]], base: Path, state_dir: Path, co
         lr_scheduler_type=config.lr_scheduler, max_grad_norm=config.max_grad_norm,
         logging_steps=config.logging_steps, save_strategy="steps", save_steps=config.save_steps,
         save_total_limit=config.save_total_limit, bf16=bf16, fp16=False,
-        activation_checkpointing=config.gradient_checkpointing,
+        gradient_checkpointing=config.gradient_checkpointing,
         completion_only_loss=True, assistant_only_loss=False, packing=False,
         include_num_input_tokens_seen="non_padding", logging_nan_inf_filter=False,
         report_to="none", push_to_hub=False, disable_tqdm=True, dataloader_pin_memory=cuda,
