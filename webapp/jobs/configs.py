@@ -229,12 +229,33 @@ class EnvModel(Fields):
 
 ENV_MODEL_FIELDS = tuple(EnvModel.model_fields)
 
+MAX_SHARDS = 64
 
-class CritiqueJob(ModelChoice):
+
+class ShardSettings(Fields):
+    """A step job split across workers (``webapp.jobs.runners.shards``): with ``shards`` > 1 the job is a parent
+    whose shards are child jobs of the same kind, each over a contiguous run of whole chunks of the selection;
+    ``shard`` is set on the children only. A chunk's seed follows its place in the selection, so the results are
+    those of the one-shard run."""
+
+    shards: int = Field(1, ge=1, le=MAX_SHARDS, title="Shards",
+                        description="child jobs any worker may take, each a share of the steps")
+    shard: int | None = Field(None, ge=0, le=MAX_SHARDS - 1)
+
+    def check(self) -> None:
+        super().check()  # type: ignore[misc]
+        if self.shard is not None and self.shard >= self.shards:
+            raise ConfigError("shard", f"must be below shards ({self.shards}), got {self.shard}")
+
+
+SHARD_FIELDS = ("shard",)  # set by the parent on its shards, never by a user
+
+
+class CritiqueJob(ShardSettings, ModelChoice):
     """Successor + evaluator over the selected steps (selection: trajectory ids or a filter)."""
 
     KIND: ClassVar[str] = "critique"
-    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars",)
+    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars", *SHARD_FIELDS)
     steps: Steps = "all"
     max_steps: MaxItems = 1000
     k: int = Field(1, ge=1, le=16, title="k futures")
@@ -296,14 +317,14 @@ class RolloutJob(EnvModel, ModelChoice):
         self.check_env_model()
 
 
-class BackupJob(ModelChoice):
+class BackupJob(ShardSettings, ModelChoice):
     """Language Bellman targets for the selected steps: a_t+1 from the policy (``checkpoint``) or the data,
     d_t+1 from the target network (``target_checkpoint``: default the policy checkpoint's EMA twin, else the
     policy checkpoint itself)."""
 
     KIND: ClassVar[str] = "backup"
     LOCAL_MODEL: ClassVar[str] = "a backup needs the target network's weights: use hf or vllm"
-    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars",)
+    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars", *SHARD_FIELDS)
     target_checkpoint: CheckpointId = Field(None, title="Target network",
                                             description="default: the policy checkpoint's EMA twin, else the policy")
     next_action: Literal["policy", "data"] = Field(
@@ -355,14 +376,14 @@ class TrainCriticJob(TrainingSettings, JobConfig):
                             lora=self.lora, lora_r=self.lora_r, seed=self.seed)
 
 
-class RefineJob(ModelChoice):
+class RefineJob(ShardSettings, ModelChoice):
     """Refined actions for the selected steps that have a critique (the newest, or those of ``critique_job``),
     m rounds each; every round is checked against the step's action format. Only what the critique says to
     change is refined: a step judged optimal keeps its action (unless ``refine_optimal``), and the step that
     won its episode always does."""
 
     KIND: ClassVar[str] = "refine"
-    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars",)
+    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars", *SHARD_FIELDS)
     critique_job: OptionalId = Field(None, description="refine from this critique job's critiques "
                                                        "(default: the newest)")
     rounds: Rounds = Field(1, title="m rounds")
@@ -553,14 +574,14 @@ class SupervisedRolloutJob(RuntimeCriticSettings, RolloutJob):
     forced_sample: int = Field(10, ge=0, le=MAX_ITEMS, title="Approved steps re-run with a forced intervention")
 
 
-class ReplayCriticJob(RuntimeCriticSettings, ModelChoice):
+class ReplayCriticJob(ShardSettings, RuntimeCriticSettings, ModelChoice):
     """A runtime critic (this job's model) judged offline on recorded episodes (an imported tau-bench run): each
     selected agent step's recorded action is checked as if it had been proposed; the checks are stored as runtime
     critiques of the steps (annotators can correct them). Nothing is re-run."""
 
     KIND: ClassVar[str] = "replay-critic"
     LOCAL_MODEL: ClassVar[str] = "the runtime critic decides by log-likelihood: use hf or vllm"
-    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars",)
+    API_ONLY: ClassVar[tuple[str, ...]] = ("max_state_chars", *SHARD_FIELDS)
     checkpoint: CheckpointId = Field(None, title="Critic checkpoint")
     steps: Steps = "all"
     max_steps: MaxItems = 1000

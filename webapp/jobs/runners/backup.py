@@ -8,6 +8,7 @@ only the steps this job has not written yet.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from nlac_core.bellman import BackupConfig, backup
@@ -15,8 +16,10 @@ from nlac_core.outputs import to_json
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import BackupJob
 from webapp.jobs.models import Checkpoint, StepTarget
-from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.jobs.runners.base import JobContext
 from webapp.jobs.runners.critique import selected_steps
+from webapp.jobs.runners.shards import chunk_seed, fan_out, outputs_with_shards
+from webapp.jobs.runners.steps import output_jobs, steps_to_do, write_in_chunks
 
 
 def target_network(config: BackupJob, policy: Checkpoint) -> Checkpoint:
@@ -27,32 +30,33 @@ def target_network(config: BackupJob, policy: Checkpoint) -> Checkpoint:
 
 def run_backup(ctx: JobContext) -> dict[str, Any]:
     config: BackupJob = ctx.config  # type: ignore[assignment]
-    items = selected_steps(ctx, config)
-    todo = steps_to_do(ctx, StepTarget, items, "backup", "backed up")
-    total = len(items)
     policy_checkpoint = ctx.model_checkpoint(config)
     target_checkpoint = target_network(config, policy_checkpoint)
+    if (stopped := fan_out(ctx, target_checkpoint=target_checkpoint.pk)) is not None:
+        return stopped
+    work = steps_to_do(ctx, StepTarget, selected_steps(ctx, config), "backup", "backed up")
     ctx.log(f"policy {policy_checkpoint.name}, target network {target_checkpoint.name}")
-    if not todo:
-        return {"targets": StepTarget.objects.filter(job=ctx.job).count(), "steps": total}
-    policy = loaded_model.backend_for(config, policy_checkpoint)
-    separate = target_checkpoint.pk != policy_checkpoint.pk
-    target = loaded_model.extra_backend(config, target_checkpoint) if separate else policy
-    core = BackupConfig(next_action=config.next_action, temperature=config.temperature, seed=config.seed,
-                        max_state_chars=config.max_state_chars, chunk_size=config.chunk_size)
+    if work.todo:
+        policy = loaded_model.backend_for(config, policy_checkpoint)
+        separate = target_checkpoint.pk != policy_checkpoint.pk
+        target = loaded_model.extra_backend(config, target_checkpoint) if separate else policy
+        core = BackupConfig(next_action=config.next_action, temperature=config.temperature, seed=config.seed,
+                            max_state_chars=config.max_state_chars, chunk_size=config.chunk_size)
 
-    def make_rows(chunk):
-        targets = backup(policy, target, [step for _, step in chunk], core)
-        return [StepTarget(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=policy_checkpoint,
-                           target_checkpoint=target_checkpoint, terminal=t.terminal, success_prob=t.success_prob,
-                           prompt_id=t.provenance.prompt_id, record=to_json(t))
-                for (tid, step), t in zip(chunk, targets, strict=True)]
+        def make_rows(chunk, start):
+            targets = backup(policy, target, [step for _, step in chunk],
+                             replace(core, seed=chunk_seed(config.seed, start)))
+            return [StepTarget(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=policy_checkpoint,
+                               target_checkpoint=target_checkpoint, terminal=t.terminal,
+                               success_prob=t.success_prob, prompt_id=t.provenance.prompt_id, record=to_json(t))
+                    for (tid, step), t in zip(chunk, targets, strict=True)]
 
-    try:
-        write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "wrote targets for")
-    finally:
-        if separate and hasattr(target, "close"):
-            target.close()
-    rows = StepTarget.objects.filter(job=ctx.job)
-    return {"targets": rows.count(), "terminal": rows.filter(terminal=True).count(), "steps": total,
-            "checkpoint": policy_checkpoint.pk, "target_checkpoint": target_checkpoint.pk}
+        try:
+            write_in_chunks(ctx, work, config.chunk_size, make_rows, "wrote targets for")
+        finally:
+            if separate and hasattr(target, "close"):
+                target.close()
+    rows = StepTarget.objects.filter(job__in=output_jobs(ctx))
+    return outputs_with_shards(ctx, {"targets": rows.count(), "terminal": rows.filter(terminal=True).count(),
+                                     "steps": work.total, "checkpoint": policy_checkpoint.pk,
+                                     "target_checkpoint": target_checkpoint.pk})

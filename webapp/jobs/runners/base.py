@@ -16,11 +16,11 @@ import time
 import traceback
 from typing import Any
 
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection
 
 from webapp.jobs.configs import JobConfig
 from webapp.jobs.kinds import job_kind
-from webapp.jobs.models import Checkpoint, Job, StepOutput
+from webapp.jobs.models import Checkpoint, Job
 from webapp.jobs.selection import Selection
 from webapp.jobs.services import lifecycle
 from webapp.jobs.services.checkpoints import checkpoint_for
@@ -118,41 +118,6 @@ class JobContext:
         if not lifecycle.owned(self.job.pk, self.worker):
             self.lost = True
             raise JobLost(f"job {self.job.pk} is no longer owned by {self.worker}")
-
-
-def steps_to_do(ctx: JobContext, table: type[StepOutput], items: list, phase: str, what: str = "done") -> list:
-    """The step jobs' start: of ``items`` ((trajectory id, step, ...) tuples, in a fixed order), those this job has
-    not written to ``table`` yet, so a re-run after a crash or a cancel does only the rest; logged, and progress
-    set to what is already done."""
-    done = set(table.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
-    todo = [item for item in items if (item[0], item[1].index) not in done]
-    total = len(items)
-    ctx.log(f"{total} steps selected, {total - len(todo)} already {what}, {len(todo)} to go")
-    ctx.progress(total - len(todo), total, phase)
-    return todo
-
-
-def write_in_chunks(ctx: JobContext, todo: list, total: int, chunk_size: int, make_rows, verb: str) -> int:
-    """The step jobs' loop: ``make_rows(chunk)`` computes a chunk's result rows (unsaved model instances),
-    which are committed together while this worker still owns the job; a cancel or a lost lease stops it
-    between chunks. Rows are unique per (job, step), so a chunk written twice is written once. Returns the
-    number of items done, those of earlier runs included."""
-    written = total - len(todo)
-    for start in range(0, len(todo), chunk_size):
-        if ctx.should_stop(fresh=True):
-            ctx.log("stopping between chunks" + (" (cancelled)" if ctx.cancelled else " (lease lost)"))
-            break
-        chunk = todo[start:start + chunk_size]
-        rows = make_rows(chunk)
-        with transaction.atomic():
-            if not ctx.still_owner():
-                break  # reaped while this chunk ran: the run that owns the job now writes these steps
-            if rows:
-                type(rows[0]).objects.bulk_create(rows, ignore_conflicts=True)
-        written += len(chunk)
-        ctx.progress(written, total)
-        ctx.log(f"{verb} {written}/{total} steps")
-    return written
 
 
 class _Heartbeat:

@@ -8,6 +8,7 @@ write of the same step impossible even if two runs overlapped.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.db.models import Count
@@ -20,7 +21,9 @@ from nlac_core.successor import transition_of
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import CritiqueJob
 from webapp.jobs.models import StepCritique
-from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.shards import chunk_seed, fan_out, outputs_with_shards
+from webapp.jobs.runners.steps import output_jobs, steps_to_do, write_in_chunks
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_with_ids
 
@@ -38,36 +41,37 @@ def selected_steps(ctx: JobContext, config: CritiqueJob) -> list[tuple[int, Any]
 
 
 def run_critique(ctx: JobContext) -> dict[str, Any]:
+    if (stopped := fan_out(ctx)) is not None:
+        return stopped
     config: CritiqueJob = ctx.config  # type: ignore[assignment]
-    items = selected_steps(ctx, config)
-    todo = steps_to_do(ctx, StepCritique, items, "critique", "critiqued")
-    total = len(items)
-    if not todo:
-        return {"critiques": StepCritique.objects.filter(job=ctx.job).count(), "steps": total}
+    work = steps_to_do(ctx, StepCritique, selected_steps(ctx, config), "critique", "critiqued")
     checkpoint = ctx.model_checkpoint(config)
-    backend = loaded_model.backend_for(config, checkpoint)
     calibration = stored_calibration(checkpoint) if config.calibrate_outcome else None
-    if calibration is not None:
-        ctx.log(f"P(success) through the checkpoint's outcome calibration {calibration.id} "
-                f"(fitted on {calibration.n} steps)")
-    core = CritiqueConfig(k=config.k, mode=config.mode, temperature=config.temperature, seed=config.seed,
-                          chunk_size=config.chunk_size, calibrate_verdicts=config.calibrate_verdicts,
-                          outcome_calibration=calibration)
+    if work.todo:
+        backend = loaded_model.backend_for(config, checkpoint)
+        if calibration is not None:
+            ctx.log(f"P(success) through the checkpoint's outcome calibration {calibration.id} "
+                    f"(fitted on {calibration.n} steps)")
+        core = CritiqueConfig(k=config.k, mode=config.mode, temperature=config.temperature, seed=config.seed,
+                              chunk_size=config.chunk_size, calibrate_verdicts=config.calibrate_verdicts,
+                              outcome_calibration=calibration)
 
-    def make_rows(chunk):
-        transitions = [transition_of(step, None, config.max_state_chars) for _, step in chunk]
-        return [StepCritique(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=checkpoint,
-                             verdict=c.verdict or "", success_prob=c.success_prob, parse_ok=c.parse_ok,
-                             mode=c.mode, prompt_id=c.provenance.prompt_id, record=to_json(c))
-                for (tid, step), c in zip(chunk, critique(backend, transitions, core), strict=True)]
+        def make_rows(chunk, start):
+            transitions = [transition_of(step, None, config.max_state_chars) for _, step in chunk]
+            critiques = critique(backend, transitions, replace(core, seed=chunk_seed(config.seed, start)))
+            return [StepCritique(trajectory_id=tid, step_index=step.index, job=ctx.job, checkpoint=checkpoint,
+                                 verdict=c.verdict or "", success_prob=c.success_prob, parse_ok=c.parse_ok,
+                                 mode=c.mode, prompt_id=c.provenance.prompt_id, record=to_json(c))
+                    for (tid, step), c in zip(chunk, critiques, strict=True)]
 
-    write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "critiqued")
+        write_in_chunks(ctx, work, config.chunk_size, make_rows, "critiqued")
     verdicts: dict[str, int] = {}
-    for row in StepCritique.objects.filter(job=ctx.job).order_by().values("verdict").annotate(n=Count("id")):
+    rows = StepCritique.objects.filter(job__in=output_jobs(ctx))
+    for row in rows.order_by().values("verdict").annotate(n=Count("id")):
         verdicts[row["verdict"] or "none"] = verdicts.get(row["verdict"] or "none", 0) + row["n"]
-    return {"critiques": sum(verdicts.values()), "steps": total, "verdicts": verdicts,
-            "checkpoint": checkpoint.pk if checkpoint else None,
-            "outcome_calibration": calibration.id if calibration else None}
+    return outputs_with_shards(ctx, {"critiques": sum(verdicts.values()), "steps": work.total, "verdicts": verdicts,
+                                     "checkpoint": checkpoint.pk if checkpoint else None,
+                                     "outcome_calibration": calibration.id if calibration else None})
 
 
 def stored_calibration(checkpoint):

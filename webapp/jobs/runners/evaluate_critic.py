@@ -37,7 +37,8 @@ from webapp.datasets.models import Snapshot, SnapshotRecord
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import EvaluateCriticJob
 from webapp.jobs.models import Checkpoint, Job, StepCritique
-from webapp.jobs.runners.base import JobContext, write_in_chunks
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.steps import StepWork, write_in_chunks
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_with_ids
 
@@ -88,15 +89,16 @@ def run_evaluate_critic(ctx: JobContext) -> dict[str, Any]:
     if not items:
         raise ValueError(f"the {config.split} split of snapshot {config.snapshot} has no reference-labelled steps")
     done = set(StepCritique.objects.filter(job=ctx.job).values_list("trajectory_id", "step_index"))
-    todo = [r for r in items if (r.trajectory_id, r.step_index) not in done]
-    total = len(items)
+    work = StepWork(items, range(len(items)),
+                    {i for i, r in enumerate(items) if (r.trajectory_id, r.step_index) not in done})
+    todo, total = work.todo, work.total
     ctx.log(f"{total} held-out reference labels in the {config.split} split ({kind}), {len(todo)} to judge")
     ctx.progress(total - len(todo), total, "judge")
     checkpoint = ctx.model_checkpoint(config)
     if todo:
         backend = loaded_model.backend_for(config, checkpoint)
         make_rows = _judge_rows(ctx.job, config, kind, checkpoint, backend)
-        write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "judged")
+        write_in_chunks(ctx, work, config.chunk_size, lambda chunk, start: make_rows(chunk), "judged")
         if ctx.should_stop():
             return {"evaluated": 0}
     out = scores(ctx.job, items, kind) | {"checkpoint": checkpoint.pk if checkpoint else None,

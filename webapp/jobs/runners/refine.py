@@ -11,6 +11,7 @@ critique are counted and skipped. Like the other step jobs, a re-run writes only
 from __future__ import annotations
 
 import collections
+from dataclasses import replace
 from typing import Any
 
 from django.db.models import Sum
@@ -22,7 +23,9 @@ from nlac_core.state import pick_steps
 from webapp.jobs import loaded_model
 from webapp.jobs.configs import RefineJob
 from webapp.jobs.models import StepCritique, StepRefinement
-from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.shards import chunk_seed, fan_out, outputs_with_shards
+from webapp.jobs.runners.steps import output_jobs, steps_to_do, write_in_chunks
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_with_ids
 
@@ -35,6 +38,8 @@ def _critiques(ids, critique_job: int | None) -> dict[tuple[int, int], StepCriti
 
 
 def run_refine(ctx: JobContext) -> dict[str, Any]:
+    if (stopped := fan_out(ctx)) is not None:
+        return stopped
     config: RefineJob = ctx.config  # type: ignore[assignment]
     critiques = _critiques(ctx.selection.trajectory_ids, config.critique_job)
     items = []
@@ -43,29 +48,30 @@ def run_refine(ctx: JobContext) -> dict[str, Any]:
                      if (tid, step.index) in critiques)
     if not items:
         raise ValueError("none of the selected steps has a critique: run a critique job on them first")
-    todo = steps_to_do(ctx, StepRefinement, items, "refine", "refined")
-    total = len(items)
+    work = steps_to_do(ctx, StepRefinement, items, "refine", "refined")
     ctx.log(f"refining the critiqued steps with {config.rounds} round(s)")
     checkpoint = ctx.model_checkpoint(config)
-    backend = loaded_model.backend_for(config, checkpoint) if todo else None
+    backend = loaded_model.backend_for(config, checkpoint) if work.todo else None
     core = RefineConfig(rounds=config.rounds, temperature=config.temperature, seed=config.seed,
                         on_optimal="refine" if config.refine_optimal else "keep")
 
-    def make_rows(chunk):
+    def make_rows(chunk, start):
         refined = refine_steps(backend, [step for _, step, _ in chunk], [from_json(c.record) for _, _, c in chunk],
-                               core, max_state_chars=config.max_state_chars, critique_config=CritiqueConfig())
+                               replace(core, seed=chunk_seed(config.seed, start)),
+                               max_state_chars=config.max_state_chars, critique_config=CritiqueConfig())
         return [StepRefinement(trajectory_id=tid, step_index=step.index, job=ctx.job, critique=c,
                                checkpoint=checkpoint, valid=r.valid,
                                changed=r.refined_action.strip() != r.original_action.strip(),
                                prompt_id=r.provenance.prompt_id, record=to_json(r))
                 for (tid, step, c), r in zip(chunk, refined, strict=True)]
 
-    write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "refined")
-    rows = StepRefinement.objects.filter(job=ctx.job)
+    write_in_chunks(ctx, work, config.chunk_size, make_rows, "refined")
+    rows = StepRefinement.objects.filter(job__in=output_jobs(ctx))
     kept = collections.Counter(r.get("kept") or "" for r in rows.values_list("record", flat=True))
     selected = Trajectory.objects.filter(pk__in=ctx.selection.trajectory_ids).aggregate(n=Sum("n_steps"))["n"]
-    return {"refinements": rows.count(), "valid": rows.filter(valid=True).count(),
-            "changed": rows.filter(changed=True).count(), "steps": total,
-            "refined": kept[""], "kept_optimal": kept["optimal"], "kept_won": kept["won"],
-            "skipped_no_critique": max((selected or 0) - total, 0),
-            "checkpoint": checkpoint.pk if checkpoint else None}
+    return outputs_with_shards(ctx, {
+        "refinements": rows.count(), "valid": rows.filter(valid=True).count(),
+        "changed": rows.filter(changed=True).count(), "steps": work.total,
+        "refined": kept[""], "kept_optimal": kept["optimal"], "kept_won": kept["won"],
+        "skipped_no_critique": max((selected or 0) - len(items), 0),
+        "checkpoint": checkpoint.pk if checkpoint else None})

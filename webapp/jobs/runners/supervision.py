@@ -30,8 +30,10 @@ from webapp.jobs import loaded_model
 from webapp.jobs.configs import ModelChoice, ReplayCriticJob, SupervisedRolloutJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.models import StepCritique
-from webapp.jobs.runners.base import JobContext, steps_to_do, write_in_chunks
+from webapp.jobs.runners.base import JobContext
 from webapp.jobs.runners.critique import selected_steps
+from webapp.jobs.runners.shards import fan_out, outputs_with_shards
+from webapp.jobs.runners.steps import output_jobs, steps_to_do, write_in_chunks
 from webapp.jobs.services.checkpoints import checkpoint_for
 from webapp.jobs.services.supervision import do_store_runtime_checks, run_summary
 from webapp.trajectories.models import Trajectory
@@ -172,29 +174,34 @@ def _describe(summary: dict[str, Any]) -> str:
 
 
 def run_replay_critic(ctx: JobContext) -> dict[str, Any]:
+    if (stopped := fan_out(ctx)) is not None:
+        return stopped
     config: ReplayCriticJob = ctx.config  # type: ignore[assignment]
-    items = selected_steps(ctx, config)
-    todo = steps_to_do(ctx, StepCritique, items, "replay", "judged")
-    total = len(items)
+    work = steps_to_do(ctx, StepCritique, selected_steps(ctx, config), "replay", "judged")
     checkpoint = ctx.model_checkpoint(config)
-    critic = loaded_model.backend_for(config, checkpoint)
-    supervision = SupervisionConfig(where=config.where, feedback_tokens=config.feedback_tokens,
-                                    max_state_chars=config.max_state_chars, calibrate=config.calibrate)
+    if work.todo:
+        critic = loaded_model.backend_for(config, checkpoint)
+        supervision = SupervisionConfig(where=config.where, feedback_tokens=config.feedback_tokens,
+                                        max_state_chars=config.max_state_chars, calibrate=config.calibrate)
 
-    def make_rows(chunk):
-        by_uid = {(step.trajectory.content_hash(), step.index): tid for tid, step in chunk}
-        return [StepCritique(trajectory_id=by_uid[(c.step.trajectory_hash, c.step.step_index)],
-                             step_index=c.step.step_index, job=ctx.job, checkpoint=checkpoint, verdict=c.verdict,
-                             parse_ok=True, mode="runtime", prompt_id=c.provenance.prompt_id, record=to_json(c))
-                for c in judge_recorded(critic, [step for _, step in chunk], supervision)]
+        def make_rows(chunk, start):  # scoring by likelihood: no sampling, no seed
+            by_uid = {(step.trajectory.content_hash(), step.index): tid for tid, step in chunk}
+            return [StepCritique(trajectory_id=by_uid[(c.step.trajectory_hash, c.step.step_index)],
+                                 step_index=c.step.step_index, job=ctx.job, checkpoint=checkpoint,
+                                 verdict=c.verdict, parse_ok=True, mode="runtime", prompt_id=c.provenance.prompt_id,
+                                 record=to_json(c))
+                    for c in judge_recorded(critic, [step for _, step in chunk], supervision)]
 
-    write_in_chunks(ctx, todo, total, config.chunk_size, make_rows, "judged")
-    return {"steps": total, "checkpoint": checkpoint.pk, **replay_summary(ctx.job)}
+        write_in_chunks(ctx, work, config.chunk_size, make_rows, "judged")
+    return outputs_with_shards(ctx, {"steps": work.total, "checkpoint": checkpoint.pk,
+                                     **replay_summary(output_jobs(ctx))})
 
 
-def replay_summary(job) -> dict[str, Any]:
-    """How often the critic would have intervened, on the steps of failed and of successful episodes."""
-    rows = StepCritique.objects.filter(job=job, mode="runtime").values_list("verdict", "trajectory__success")
+def replay_summary(jobs) -> dict[str, Any]:
+    """How often the critic would have intervened, on the steps of failed and of successful episodes (the rows
+    of ``jobs``: a job's id, or a list of them: a sharded job and its shards)."""
+    jobs = jobs if isinstance(jobs, list) else [jobs]
+    rows = StepCritique.objects.filter(job__in=jobs, mode="runtime").values_list("verdict", "trajectory__success")
     out: dict[str, Any] = {"judged": 0, "interventions": 0}
     for outcome in ("failed", "succeeded"):
         out[outcome] = {"judged": 0, "interventions": 0}
