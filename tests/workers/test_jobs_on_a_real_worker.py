@@ -227,3 +227,29 @@ def test_it_trains_a_runtime_critic_from_the_pipeline_and_supervises_with_it_on_
     decided = [c for c in checks if c["decision"] in ("approve", "intervene")]
     assert decided and all(c["critic_model"] == critic.path for c in decided)
     assert StepCritique.objects.filter(job=supervised, mode="runtime", checkpoint=critic).count() == len(decided)
+
+
+def test_it_runs_shards_on_two_workers_and_survives_one_killed_mid_shard(tau_project, personas, workers):
+    """A critique job in two shards on two real workers: each takes a shard; the worker of one is SIGKILLed after
+    its first committed chunk; a new worker and the reaper finish it; one result per step over the shards."""
+    a, b = workers.start(), workers.start()
+    job = critique_job(tau_project, personas["researcher"], 6, shards=2)
+    shards = wait_for(lambda: list(job.children.order_by("id")) if job.children.count() == 2 else None, 120,
+                      "the parent to start its shards")
+    running = wait_for(lambda: (lambda rows: rows if len(rows) == 2 else None)(
+        list(Job.objects.filter(parent=job, status=Job.RUNNING))), 300, "both shards running at once")
+    assert len({r.worker for r in running}) == 2  # each worker took a shard
+    victim = wait_for(lambda: next((s for s in shards if StepCritique.objects.filter(job=s).exists()), None), 300,
+                      "a shard's first committed chunk")
+    victim.refresh_from_db()
+    assert victim.status == Job.RUNNING
+    workers.kill(a if victim.worker.rsplit(":", 1)[1] == str(a.pid) else b)  # worker names end with the pid
+    workers.start()
+    wait_for(lambda: lifecycle.do_reap() or None, 60, "the reaper to re-queue the killed shard", every=0.5)
+    job = wait_for(lambda: finished(job), 600, "the sharded job to finish")
+    assert job.status == Job.SUCCEEDED, job.error
+    rows = StepCritique.objects.filter(job__in=[s.pk for s in shards])
+    assert rows.count() == 6 and len(set(rows.values_list("trajectory_id", "step_index"))) == 6
+    victim.refresh_from_db()
+    assert victim.attempts == 2 and victim.status == Job.SUCCEEDED
+    assert job.outputs["critiques"] == 6 and job.outputs["shards"] == [s.pk for s in shards]
