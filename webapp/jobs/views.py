@@ -81,11 +81,17 @@ def job_launch(request, kind: str):
 
 
 def _detail_context(job: Job) -> dict:
+    children = list(job.children.order_by("id"))
+    sharded = bool(children) and (job.config or {}).get("shards", 1) > 1
     return {
         "job": job,
         "charts": charts.charts_for(job.metrics or []),
-        "children": list(job.children.order_by("id")),
-        "critique_rows": list(StepCritique.objects.filter(job=job).select_related("trajectory")
+        "children": children,
+        "sharded": sharded,  # a sharded parent: its progress is its shards', added up live
+        "shard_done": sum(c.progress_done for c in children),
+        "shard_total": sum(c.progress_total for c in children),
+        "critique_rows": list(StepCritique.objects.filter(job__in=[job.pk, *(c.pk for c in children)] if sharded
+                                                          else [job.pk]).select_related("trajectory")
                               .order_by("trajectory_id", "step_index")[:20]),
         "produced": list(job.checkpoints.all()),
         "arms": _arm_rows(job),

@@ -129,3 +129,16 @@ def test_it_refuses_a_shard_number_out_of_range():
     with pytest.raises(ConfigError) as err:
         CritiqueJob.parse({"shards": 65})
     assert err.value.field == "shards"
+
+
+def test_it_shows_the_shards_and_their_progress_added_up_on_the_parent_page(tau_project, personas, echo_model,
+                                                                            client_for):
+    job = _job(tau_project, personas["researcher"], shards=2)
+    assert execute(job.pk, "w:parent") == Job.WAITING
+    first, second = job.children.order_by("id")
+    assert execute(first.pk, "w:0") == Job.SUCCEEDED
+    page = client_for("researcher").get(f"/jobs/{job.pk}/").content.decode()
+    assert "2/6 steps over 2 shards" in page
+    assert f'href="/jobs/{first.pk}/"' in page and "1 of 2" in page and "2 of 2" in page
+    assert page.count("status-succeeded") == 1 and "status-queued" in page
+    assert 'id="job-critiques"' in page  # the shards' rows, on the parent's page

@@ -32,9 +32,10 @@ def run_backup(ctx: JobContext) -> dict[str, Any]:
     config: BackupJob = ctx.config  # type: ignore[assignment]
     policy_checkpoint = ctx.model_checkpoint(config)
     target_checkpoint = target_network(config, policy_checkpoint)
-    if (stopped := fan_out(ctx, target_checkpoint=target_checkpoint.pk)) is not None:
+    items = selected_steps(ctx, config)
+    if (stopped := fan_out(ctx, len(items), target_checkpoint=target_checkpoint.pk)) is not None:
         return stopped
-    work = steps_to_do(ctx, StepTarget, selected_steps(ctx, config), "backup", "backed up")
+    work = steps_to_do(ctx, StepTarget, items, "backup", "backed up")
     ctx.log(f"policy {policy_checkpoint.name}, target network {target_checkpoint.name}")
     if work.todo:
         policy = loaded_model.backend_for(config, policy_checkpoint)

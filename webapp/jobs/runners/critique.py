@@ -41,10 +41,11 @@ def selected_steps(ctx: JobContext, config: CritiqueJob) -> list[tuple[int, Any]
 
 
 def run_critique(ctx: JobContext) -> dict[str, Any]:
-    if (stopped := fan_out(ctx)) is not None:
-        return stopped
     config: CritiqueJob = ctx.config  # type: ignore[assignment]
-    work = steps_to_do(ctx, StepCritique, selected_steps(ctx, config), "critique", "critiqued")
+    items = selected_steps(ctx, config)
+    if (stopped := fan_out(ctx, len(items))) is not None:
+        return stopped
+    work = steps_to_do(ctx, StepCritique, items, "critique", "critiqued")
     checkpoint = ctx.model_checkpoint(config)
     calibration = stored_calibration(checkpoint) if config.calibrate_outcome else None
     if work.todo:

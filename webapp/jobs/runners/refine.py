@@ -38,8 +38,6 @@ def _critiques(ids, critique_job: int | None) -> dict[tuple[int, int], StepCriti
 
 
 def run_refine(ctx: JobContext) -> dict[str, Any]:
-    if (stopped := fan_out(ctx)) is not None:
-        return stopped
     config: RefineJob = ctx.config  # type: ignore[assignment]
     critiques = _critiques(ctx.selection.trajectory_ids, config.critique_job)
     items = []
@@ -48,6 +46,8 @@ def run_refine(ctx: JobContext) -> dict[str, Any]:
                      if (tid, step.index) in critiques)
     if not items:
         raise ValueError("none of the selected steps has a critique: run a critique job on them first")
+    if (stopped := fan_out(ctx, len(items))) is not None:
+        return stopped
     work = steps_to_do(ctx, StepRefinement, items, "refine", "refined")
     ctx.log(f"refining the critiqued steps with {config.rounds} round(s)")
     checkpoint = ctx.model_checkpoint(config)

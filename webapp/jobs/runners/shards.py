@@ -45,10 +45,11 @@ def is_parent(config) -> bool:
     return getattr(config, "shards", 1) > 1 and getattr(config, "shard", None) is None
 
 
-def fan_out(ctx: JobContext, **frozen: Any) -> dict[str, Any] | None:
+def fan_out(ctx: JobContext, n_items: int, **frozen: Any) -> dict[str, Any] | None:
     """For a parent (``shards`` > 1, no ``shard``): start its shards or wait for them (WaitForChildren), and
     return None once all succeeded (the runner then reports over the whole selection), or the parent's outputs
     when a shard was cancelled (the parent ends cancelled). A shard or an unsharded job returns None at once.
+    ``n_items``: the size of the selection (each shard's share is known, and shown, before it starts);
     ``frozen``: settings the parent resolved that its shards take as given (the backup's target network)."""
     config = ctx.config
     if not is_parent(config):
@@ -57,10 +58,14 @@ def fan_out(ctx: JobContext, **frozen: Any) -> dict[str, Any] | None:
     if not children:
         ids = list(ctx.selection.trajectory_ids)  # resolved when the job was made: the shards take the same
         for shard in range(config.shards):
-            lifecycle.check_create_job(ctx.job.created_by, ctx.job.kind, {**config.to_dict(), **frozen, "shard": shard},
-                                       {"trajectory_ids": ids}, parent=ctx.job)
+            child = lifecycle.check_create_job(ctx.job.created_by, ctx.job.kind,
+                                               {**config.to_dict(), **frozen, "shard": shard},
+                                               {"trajectory_ids": ids}, parent=ctx.job)
+            share = span(n_items, config.chunk_size, shard, config.shards)
+            Job.objects.filter(pk=child.pk, progress_total=0).update(progress_total=len(share))
         ctx.outputs(shards=[c.pk for c in shard_jobs(ctx.job)])
-        raise WaitForChildren(f"started {config.shards} shards over {len(ids)} trajectories")
+        ctx.progress(0, n_items, "shards")
+        raise WaitForChildren(f"started {config.shards} shards over the {n_items} steps of {len(ids)} trajectories")
     ctx.progress(sum(c.progress_done for c in children), sum(c.progress_total for c in children), "shards")
     failed = [c for c in children if c.status == Job.FAILED]
     state = dict(ctx.job.outputs or {})

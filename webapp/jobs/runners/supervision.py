@@ -174,10 +174,11 @@ def _describe(summary: dict[str, Any]) -> str:
 
 
 def run_replay_critic(ctx: JobContext) -> dict[str, Any]:
-    if (stopped := fan_out(ctx)) is not None:
-        return stopped
     config: ReplayCriticJob = ctx.config  # type: ignore[assignment]
-    work = steps_to_do(ctx, StepCritique, selected_steps(ctx, config), "replay", "judged")
+    items = selected_steps(ctx, config)
+    if (stopped := fan_out(ctx, len(items))) is not None:
+        return stopped
+    work = steps_to_do(ctx, StepCritique, items, "replay", "judged")
     checkpoint = ctx.model_checkpoint(config)
     if work.todo:
         critic = loaded_model.backend_for(config, checkpoint)
