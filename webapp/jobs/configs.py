@@ -291,12 +291,12 @@ class CalibrateOutcomeJob(ModelChoice):
     max_state_chars: MaxStateChars = 1500
 
 
-class RolloutJob(EnvModel, ModelChoice):
+class RolloutJob(ShardSettings, EnvModel, ModelChoice):
     """A policy on an environment, N tasks x k trials; the episodes are stored in a project."""
 
     KIND: ClassVar[str] = "rollout"
     NEEDS_SELECTION: ClassVar[bool] = False
-    API_ONLY: ClassVar[tuple[str, ...]] = ENV_MODEL_FIELDS
+    API_ONLY: ClassVar[tuple[str, ...]] = (*ENV_MODEL_FIELDS, *SHARD_FIELDS)
     env: Env = Field("twenty_questions", title="Environment")
     split: Split = Field("", description="20 Questions and MATH: train, test, all; tool use: graded, base, all, "
                                          "synthetic_train, synthetic_test (evaluate: default test)")
@@ -562,6 +562,7 @@ class SupervisedRolloutJob(RuntimeCriticSettings, RolloutJob):
     without its intervention and ``forced_sample`` approved steps with a forced one (helpfulness, harmfulness)."""
 
     KIND: ClassVar[str] = "supervised-rollout"
+    API_ONLY: ClassVar[tuple[str, ...]] = (*ENV_MODEL_FIELDS, "shards", *SHARD_FIELDS)  # not sharded (yet)
     env: Env = Field("tool_use", title="Environment")
     checkpoint: CheckpointId = Field(None, title="Actor checkpoint")
     project: Name = Field("", description="where the episodes go (default: '<env> supervised')")
@@ -572,6 +573,7 @@ class SupervisedRolloutJob(RuntimeCriticSettings, RolloutJob):
     both_arms: bool = Field(True, title="Also run without the critic (baseline arm)")
     counterfactuals: bool = Field(True, title="Counterfactual re-runs (helpfulness, harmfulness)")
     forced_sample: int = Field(10, ge=0, le=MAX_ITEMS, title="Approved steps re-run with a forced intervention")
+    shards: int = Field(1, ge=1, le=1, description="a supervised rollout runs in one job (not sharded yet)")
 
 
 class ReplayCriticJob(ShardSettings, RuntimeCriticSettings, ModelChoice):

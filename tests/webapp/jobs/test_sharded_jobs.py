@@ -27,6 +27,14 @@ class SeedEcho(FakeBackend):
         return [replace(c, text=f"{c.text} (seed {spec.seed}, batch {len(out)})") for c in out]
 
 
+class RowSeedEcho(FakeBackend):
+    """Writes each row's sampling seed into its completion (rollouts seed each episode's rows by task and trial;
+    the batch is whatever is still playing)."""
+
+    def generate(self, requests, spec):
+        return [replace(c, text=f"{c.text} (seed {spec.seed})") for c in super().generate(requests, spec)]
+
+
 @pytest.fixture
 def echo_model():
     loaded_model.override(lambda config, checkpoint: SeedEcho(responder=lambda r: " the user confirms"))
@@ -142,3 +150,34 @@ def test_it_shows_the_shards_and_their_progress_added_up_on_the_parent_page(tau_
     assert f'href="/jobs/{first.pk}/"' in page and "1 of 2" in page and "2 of 2" in page
     assert page.count("status-succeeded") == 1 and "status-queued" in page
     assert 'id="job-critiques"' in page  # the shards' rows, on the parent's page
+
+
+def test_it_shards_a_rollout_by_task_and_trial_with_the_episodes_of_one_job(personas):
+    from webapp.trajectories.models import Trajectory
+
+    loaded_model.override(lambda config, checkpoint: RowSeedEcho(model="guesser", responder=lambda r: "Is it a cat?",
+                                                                 scorer=lambda r: 0.0))
+    try:
+        def rollout(project, **extra):
+            return lifecycle.check_create_job(personas["researcher"], "rollout", {
+                "env": "twenty_questions", "tasks": 3, "trials": 2, "max_turns": 2, "project": project, **extra})
+
+        single = rollout("20Q single")
+        assert execute(single.pk, "w:single") == Job.SUCCEEDED
+        sharded = _run_sharded(rollout("20Q sharded", shards=4))
+        shards = list(sharded.children.order_by("id"))
+        assert [c.progress_total for c in shards] == [1, 2, 1, 2]
+
+        def episodes(name):
+            return sorted((t.task.external_id, t.trial, t.reward, t.meta["trial_seed"],
+                           [m.content for m in t.messages.order_by("position")])
+                          for t in Trajectory.objects.filter(project__name=name))
+
+        assert len(episodes("20Q sharded")) == 6 and episodes("20Q sharded") == episodes("20Q single")
+        assert {t.meta["job"] for t in Trajectory.objects.filter(project__name="20Q sharded")} == \
+            {c.pk for c in shards}
+        single.refresh_from_db()
+        for key in ("trajectories", "success_rate", "mean_reward", "pass_hat_k"):
+            assert sharded.outputs[key] == single.outputs[key]
+    finally:
+        loaded_model.override(None)

@@ -20,6 +20,7 @@ from webapp.jobs import loaded_model
 from webapp.jobs.configs import RolloutJob
 from webapp.jobs.env_model import environment_backend
 from webapp.jobs.runners.base import JobContext
+from webapp.jobs.runners.shards import fan_out, output_jobs, outputs_with_shards, span
 from webapp.trajectories.models import Trajectory
 from webapp.trajectories.services.exports import iter_records
 from webapp.trajectories.services.imports import do_store_records
@@ -33,7 +34,7 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
     checkpoint = ctx.model_checkpoint(config)
     default_project = "evaluations" if ctx.job.kind == "evaluate" else f"{config.env} rollouts"
     project = do_get_or_create_project(config.project or default_project, domain=config.env)
-    mine = Trajectory.objects.filter(project=project, meta__job=ctx.job.pk)
+    mine = Trajectory.objects.filter(project=project, meta__job__in=output_jobs(ctx))  # its shards' too
     done = set(mine.values_list("task__external_id", "trial"))
     backend = loaded_model.backend_for(config, checkpoint)
     if not needs_oracle(config.env):  # MATH has no model of its own
@@ -45,9 +46,16 @@ def run_rollout(ctx: JobContext) -> dict[str, Any]:
 
 def _play(ctx, config, project, mine, done, backend, checkpoint, env, env_label) -> dict[str, Any]:
     tasks = env.tasks(config.task_split(), config.tasks)
-    total = len(tasks) * config.trials
-    ctx.log(f"{config.env}: {len(tasks)} tasks x {config.trials} trials = {total} episodes, {len(done)} already "
-            f"stored in {project.name!r}")
+    slots = [(task.external_id, trial) for task in tasks for trial in range(config.trials)]
+    if (stopped := fan_out(ctx, len(slots))) is not None:
+        return stopped
+    share = {slots[i] for i in span(len(slots), 1, config.shard, config.shards)}  # seeds are per (task, trial)
+    done = {slot for slot in done if slot in share}
+    skip = done | (set(slots) - share)
+    total = len(share)
+    ctx.log(f"{config.env}: {len(tasks)} tasks x {config.trials} trials = {len(slots)} episodes"
+            + (f", {total} in shard {config.shard + 1} of {config.shards}" if config.shard is not None else "")
+            + f", {len(done)} already stored in {project.name!r}")
     ctx.progress(len(done), total, "rollout")
     pending: list = []
     label = checkpoint.name if checkpoint else config.endpoint_model
@@ -74,13 +82,14 @@ def _play(ctx, config, project, mine, done, backend, checkpoint, env, env_label)
         rollout(env, backend, tasks, trials=config.trials, spec=spec, max_turns=config.max_turns,
                 source_model=label, source_checkpoint=checkpoint.path if checkpoint else "",
                 progress=lambda d, t: ctx.progress(len(done) + d, total), should_stop=ctx.should_stop,
-                on_trajectory=finished, skip=done)
+                on_trajectory=finished, skip=skip)
     finally:
         store()
     stored = list(iter_records(mine))
     result = compute_metrics(stored, config.env)
     ctx.log(result.summary())
-    return {"project": project.slug, "trajectories": len(stored), "success_rate": result.success_rate,
+    return outputs_with_shards(ctx, {
+            "project": project.slug, "trajectories": len(stored), "success_rate": result.success_rate,
             "mean_reward": result.mean_reward, "pass_hat_k": {str(k): v for k, v in result.pass_hat_k.items()},
             "mean_turns": result.mean_turns, "checkpoint": checkpoint.pk if checkpoint else None,
-            "split": config.task_split() or "default", "env_model": env_label}
+            "split": config.task_split() or "default", "env_model": env_label})

@@ -61,7 +61,7 @@ def fan_out(ctx: JobContext, n_items: int, **frozen: Any) -> dict[str, Any] | No
             child = lifecycle.check_create_job(ctx.job.created_by, ctx.job.kind,
                                                {**config.to_dict(), **frozen, "shard": shard},
                                                {"trajectory_ids": ids}, parent=ctx.job)
-            share = span(n_items, config.chunk_size, shard, config.shards)
+            share = span(n_items, getattr(config, "chunk_size", 1), shard, config.shards)
             Job.objects.filter(pk=child.pk, progress_total=0).update(progress_total=len(share))
         ctx.outputs(shards=[c.pk for c in shard_jobs(ctx.job)])
         ctx.progress(0, n_items, "shards")
