@@ -150,6 +150,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A job's lease: the worker renews it every third of this while it works; the reaper re-queues a job
 # whose lease ran out (its worker died or hung). Beat runs the reaper every NLAC_REAP_EVERY_S seconds.
+# This worker host's vLLM engine (the vllm backend): tensor parallelism over its GPUs (a model too big for one),
+# the share of each GPU's memory the engine takes, and an optional context cap. A host with several GPUs can
+# instead run one worker per GPU (CUDA_VISIBLE_DEVICES=i, deploy/README.md): data parallel, one shard each.
+NLAC_VLLM_TENSOR_PARALLEL_SIZE = int(os.environ.get("NLAC_VLLM_TENSOR_PARALLEL_SIZE", "1"))
+NLAC_VLLM_GPU_MEMORY_UTILIZATION = float(os.environ.get("NLAC_VLLM_GPU_MEMORY_UTILIZATION", "0.85"))
+NLAC_VLLM_MAX_MODEL_LEN = int(os.environ.get("NLAC_VLLM_MAX_MODEL_LEN", "0")) or None
 NLAC_JOBS_DIR = Path(os.environ.get("NLAC_JOBS_DIR", VAR_DIR / "jobs"))  # full job logs and export files
 NLAC_JOB_LEASE_S = int(os.environ.get("NLAC_JOB_LEASE_S", "60"))
 NLAC_JOB_MAX_ATTEMPTS = int(os.environ.get("NLAC_JOB_MAX_ATTEMPTS", "5"))  # reaped this often: the job fails

@@ -8,9 +8,13 @@ Tests swap in a fake backend with ``override``.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from django.conf import settings
 
 from nlac_core.backends import get_backend
 from webapp.jobs import endpoints
@@ -53,13 +57,34 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
                 backend = get_backend("openai", model=config.endpoint_model, base_url=endpoint.base_url,
                                       api_key=endpoint.api_key())
             else:
-                backend = get_backend(config.backend, model=checkpoint.path)
+                backend = get_backend(config.backend, model=visible_path(checkpoint), **host_settings(config.backend))
             loads += 1
             log.info("loaded %s model %s", config.backend, key[1])
             _current = (key, backend)
     if hasattr(backend, "batch_size"):
         backend.batch_size = config.batch_size
     return backend
+
+
+def host_settings(backend: str) -> dict[str, Any]:
+    """What this worker host sets for a local engine (settings.NLAC_VLLM_*): a job names the model, the host
+    how it runs on its GPUs."""
+    if backend != "vllm":
+        return {}
+    return {"tensor_parallel_size": settings.NLAC_VLLM_TENSOR_PARALLEL_SIZE,
+            "gpu_memory_utilization": settings.NLAC_VLLM_GPU_MEMORY_UTILIZATION,
+            "max_model_len": settings.NLAC_VLLM_MAX_MODEL_LEN}
+
+
+def visible_path(checkpoint: Checkpoint) -> str:
+    """The checkpoint's directory, which this worker must see: one on another host's local disk fails the job at
+    once, naming the path and this host (model directories belong on the shared model store)."""
+    if not Path(checkpoint.path).is_dir():
+        raise FileNotFoundError(
+            f"checkpoint {checkpoint.name!r}: {checkpoint.path} is not readable on worker host {socket.gethostname()} "
+            "(no such directory); every worker must see the model store (NLAC_MODEL_DIR and NLAC_TRAIN_DIR on "
+            "shared storage, deploy/README.md)")
+    return checkpoint.path
 
 
 def _endpoint(config: ModelChoice) -> Endpoint:
@@ -77,7 +102,7 @@ def extra_backend(config: ModelChoice, checkpoint: Checkpoint) -> Any:
     if _override is not None:
         return _override(config, checkpoint)
 
-    backend = get_backend(config.backend, model=checkpoint.path)
+    backend = get_backend(config.backend, model=visible_path(checkpoint), **host_settings(config.backend))
     if hasattr(backend, "batch_size"):
         backend.batch_size = config.batch_size
     return backend

@@ -35,13 +35,15 @@ def registry(monkeypatch):
     loaded_model.evict()
 
 
-def test_it_reuses_the_loaded_model_for_the_same_checkpoint_and_evicts_it_for_another(registry):
-    a = Checkpoint.objects.create(name="a", path="/models/a")
-    b = Checkpoint.objects.create(name="b", path="/models/b")
+def test_it_reuses_the_loaded_model_for_the_same_checkpoint_and_evicts_it_for_another(registry, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()  # a worker loads only directories it can see
+    a = Checkpoint.objects.create(name="a", path=str(tmp_path / "a"))
+    b = Checkpoint.objects.create(name="b", path=str(tmp_path / "b"))
     loads = loaded_model.loads
     first = loaded_model.backend_for(CritiqueJob(batch_size=4), a)
     again = loaded_model.backend_for(CritiqueJob(batch_size=32), a)
     assert again is first and first.batch_size == 32 and loaded_model.loads == loads + 1
     other = loaded_model.backend_for(CritiqueJob(), b)
     assert other is not first and first.closed and not other.closed  # one model in memory at a time
-    assert [r.model for r in Recorded.built] == ["/models/a", "/models/b"] and loaded_model.loads == loads + 2
+    assert [r.model for r in Recorded.built] == [a.path, b.path] and loaded_model.loads == loads + 2
