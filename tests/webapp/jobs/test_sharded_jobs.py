@@ -110,11 +110,11 @@ def test_it_fails_with_a_failed_shard_and_a_retry_reruns_only_that_shard(tau_pro
     job.refresh_from_db()
     assert f"job {second.pk} failed" in job.error
     loaded_model.override(lambda config, checkpoint: SeedEcho(responder=lambda r: " the user confirms"))
-    lifecycle.do_retry(job)
-    assert execute(job.pk, "w:parent") == Job.WAITING  # the parent's retry retries the failed shard
+    lifecycle.do_retry(job)  # the parent's retry retries the failed shard
     second.refresh_from_db()
     first.refresh_from_db()
     assert second.status == Job.QUEUED and first.status == Job.SUCCEEDED
+    assert execute(job.pk, "w:parent") == Job.WAITING
     assert execute(second.pk, "w:1") == Job.SUCCEEDED
     assert execute(job.pk, "w:parent") == Job.SUCCEEDED
     rows = StepCritique.objects.filter(job__in=[first.pk, second.pk])
@@ -128,6 +128,14 @@ def test_it_cancels_every_shard_with_the_parent(tau_project, personas, echo_mode
     job.refresh_from_db()
     assert job.status == Job.CANCELLED
     assert set(job.children.values_list("status", flat=True)) == {Job.CANCELLED}
+    lifecycle.do_retry(job)  # a retry of the parent resumes its cancelled shards
+    assert execute(job.pk, "w:parent") == Job.WAITING
+    shards = list(job.children.order_by("id"))
+    assert {s.status for s in shards} == {Job.QUEUED}
+    for i, shard in enumerate(shards):
+        assert execute(shard.pk, f"w:{i}") == Job.SUCCEEDED
+    assert execute(job.pk, "w:parent") == Job.SUCCEEDED
+    assert StepCritique.objects.filter(job__in=[s.pk for s in shards]).count() == 6
 
 
 def test_it_refuses_a_shard_number_out_of_range():

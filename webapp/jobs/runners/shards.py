@@ -6,7 +6,7 @@ and each shard's end queues it again. Any worker may take any shard, and each sh
 progress, log, cancel, retry and resume (what it wrote is skipped on a re-run) work per shard. Once every shard
 has succeeded the parent runs its kind's runner over the whole selection, which finds every step written (by
 its shards) and reports the outputs over all of them. A failed shard fails the parent (a retry of the parent
-retries the failed shards); a cancelled shard cancels it.
+retries the failed and cancelled shards, ``lifecycle.do_retry``); a cancelled shard cancels it.
 
 A shard is a contiguous run of whole chunks of the selection (``span``), and a chunk's seed follows its place
 in the selection (``chunk_seed``): every chunk is the same batch with the same seed whichever shard runs it, so
@@ -16,6 +16,8 @@ the rows are those of the one-shard run.
 from __future__ import annotations
 
 from typing import Any
+
+from django.db import transaction
 
 from webapp.jobs.models import Job
 from webapp.jobs.runners.base import JobContext, WaitForChildren
@@ -57,36 +59,29 @@ def fan_out(ctx: JobContext, n_items: int, **frozen: Any) -> dict[str, Any] | No
     children = shard_jobs(ctx.job)
     if not children:
         ids = list(ctx.selection.trajectory_ids)  # resolved when the job was made: the shards take the same
-        for shard in range(config.shards):
-            child = lifecycle.check_create_job(ctx.job.created_by, ctx.job.kind,
-                                               {**config.to_dict(), **frozen, "shard": shard},
-                                               {"trajectory_ids": ids}, parent=ctx.job)
-            share = span(n_items, getattr(config, "chunk_size", 1), shard, config.shards)
-            Job.objects.filter(pk=child.pk, progress_total=0).update(progress_total=len(share))
+        with transaction.atomic():  # all shards or none: a parent that dies here starts them all again
+            for shard in range(config.shards):
+                child = lifecycle.check_create_job(ctx.job.created_by, ctx.job.kind,
+                                                   {**config.to_dict(), **frozen, "shard": shard},
+                                                   {"trajectory_ids": ids}, parent=ctx.job)
+                share = span(n_items, getattr(config, "chunk_size", 1), shard, config.shards)
+                Job.objects.filter(pk=child.pk, progress_total=0).update(progress_total=len(share))
         ctx.outputs(shards=[c.pk for c in shard_jobs(ctx.job)])
         ctx.progress(0, n_items, "shards")
         raise WaitForChildren(f"started {config.shards} shards over the {n_items} steps of {len(ids)} trajectories")
     ctx.progress(sum(c.progress_done for c in children), sum(c.progress_total for c in children), "shards")
-    failed = [c for c in children if c.status == Job.FAILED]
     state = dict(ctx.job.outputs or {})
-    if failed:
-        if state.get("failed_shards") == [c.pk for c in failed]:  # the parent is being retried: retry them
-            for child in failed:
-                lifecycle.do_retry(child)
-            ctx.outputs(**{k: v for k, v in state.items() if k != "failed_shards"})
-            raise WaitForChildren(f"retrying shards {', '.join(str(c.pk) for c in failed)}")
-        if not any(c.status in (Job.QUEUED, Job.RUNNING) for c in children):
-            ctx.outputs(**state, failed_shards=[c.pk for c in failed])
-            raise RuntimeError("shard " + "; shard ".join(f"job {c.pk} failed: {c.error}" for c in failed))
+    if any(c.status in (Job.QUEUED, Job.RUNNING, Job.WAITING) for c in children):
+        done = sum(c.status == Job.SUCCEEDED for c in children)
+        raise WaitForChildren(f"{done} of {len(children)} shards done")
+    failed = [c for c in children if c.status == Job.FAILED]
+    if failed:  # a retry of the parent retries these (lifecycle.do_retry)
+        raise RuntimeError("shard " + "; shard ".join(f"job {c.pk} failed: {c.error}" for c in failed))
     cancelled = [c.pk for c in children if c.status == Job.CANCELLED]
-    if cancelled and all(c.finished for c in children):
+    if cancelled:  # the parent ends cancelled; its retry resumes them
         ctx.cancelled = True
         ctx.log(f"shard job {cancelled[0]} was cancelled")
         return {**state, "shards": [c.pk for c in children], "cancelled_shards": cancelled}
-    pending = [c for c in children if c.status != Job.SUCCEEDED]
-    if pending:
-        raise WaitForChildren(f"{len(children) - len(pending)} of {len(children)} shards done; waiting for job "
-                              f"{pending[0].pk} ({pending[0].status})")
     return None
 
 

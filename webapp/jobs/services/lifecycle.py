@@ -234,12 +234,15 @@ def do_request_cancel(job: Job) -> Job:
 
 
 def do_retry(job: Job) -> Job:
-    """A failed or cancelled job runs again; what it finished is kept and skipped."""
+    """A failed or cancelled job runs again; what it finished is kept and skipped. Its failed or cancelled
+    children (a parent's shards or phases) run again with it."""
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status__in=(Job.FAILED, Job.CANCELLED)).update(
             status=Job.QUEUED, cancel_requested=False, worker="", error="", traceback="", finished_at=None,
             enqueued_at=None)
         if changed:
+            for child in job.children.filter(status__in=(Job.FAILED, Job.CANCELLED)):
+                do_retry(child)
             enqueue(job)
     job.refresh_from_db()
     return job
