@@ -98,6 +98,7 @@ class JobConfig(Fields):
     NEEDS_SELECTION: ClassVar[bool] = True  # works on chosen trajectories (rollouts make their own)
     OPTIONAL_SELECTION: ClassVar[bool] = False  # may take chosen trajectories instead of making its own
     API_ONLY: ClassVar[tuple[str, ...]] = ()  # fields set through the API, not shown on the launch form
+    INTERNAL: ClassVar[tuple[str, ...]] = ()  # fields the jobs set on their children (not in the shell's options)
 
     def check(self) -> None:
         """Rules across fields, raising ConfigError (subclasses add theirs and call this)."""
@@ -238,6 +239,7 @@ class ShardSettings(Fields):
     ``shard`` is set on the children only. A chunk's seed follows its place in the selection, so the results are
     those of the one-shard run."""
 
+    INTERNAL: ClassVar[tuple[str, ...]] = ("shard",)
     shards: int = Field(1, ge=1, le=MAX_SHARDS, title="Shards",
                         description="child jobs any worker may take, each a share of the steps")
     shard: int | None = Field(None, ge=0, le=MAX_SHARDS - 1)
@@ -248,7 +250,7 @@ class ShardSettings(Fields):
             raise ConfigError("shard", f"must be below shards ({self.shards}), got {self.shard}")
 
 
-SHARD_FIELDS = ("shard",)  # set by the parent on its shards, never by a user
+SHARD_FIELDS = ShardSettings.INTERNAL  # set by the parent on its shards, never by a user
 
 
 class CritiqueJob(ShardSettings, ModelChoice):

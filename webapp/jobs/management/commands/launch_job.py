@@ -35,6 +35,8 @@ def add_config_options(parser: argparse.ArgumentParser, config: type[JobConfig])
     """One ``--name`` option per config field; what is not given takes the config's default."""
     group = parser.add_argument_group(f"{config.KIND} settings")
     for name, info in config.model_fields.items():
+        if name in config.INTERNAL:
+            continue
         kind, nullable = field_type(info.annotation)
         flag = "--" + name.replace("_", "-")
         low, high = bound(config, name, "ge"), bound(config, name, "le")
