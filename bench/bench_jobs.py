@@ -22,12 +22,9 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
-from pathlib import Path
 
-from _setup import ROOT, SHARED
+from _setup import ROOT, SHARED, worker_bench
 
 TAU = SHARED / "tau-bench" / "gpt-4o-airline.json"
 
@@ -40,28 +37,11 @@ def main() -> None:
     parser.add_argument("--reap-every", type=int, default=2)
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="nlac-bench-jobs-"))
-    db_url = f"sqlite:///{tmp / 'bench.sqlite3'}"
-    queue = f"bench-{uuid.uuid4().hex[:8]}"
-    env_extra = {"DATABASE_URL": db_url, "NLAC_JOBS_DIR": str(tmp / "jobs"), "NLAC_TRAIN_DIR": str(tmp / "models"),
-                 "NLAC_JOB_LEASE_S": str(args.lease), "NLAC_REAP_EVERY_S": str(args.reap_every),
-                 "NLAC_GPU_QUEUE": queue, "NLAC_CPU_QUEUE": queue}
-    os.environ.update(env_extra)
-    from _setup import django_with
-
-    django_with(db_url)
-    from webapp.accounts.services import do_create_user
+    tmp, queue, user, ids = worker_bench("nlac-bench-jobs-", NLAC_JOB_LEASE_S=str(args.lease),
+                                         NLAC_REAP_EVERY_S=str(args.reap_every))
     from webapp.jobs.models import Job, StepCritique
     from webapp.jobs.services import lifecycle
-    from webapp.jobs.services.checkpoints import embedded_checkpoint
-    from webapp.trajectories.services.imports import do_import_file
-    from webapp.trajectories.services.projects import do_get_or_create_project
 
-    user = do_create_user("bench", "bench-password-1", "researcher")[0]
-    project = do_get_or_create_project("tau-bench airline (bench)")
-    assert do_import_file(TAU, project).ok
-    embedded_checkpoint()  # converted and registered before anything is timed
-    ids = list(project.trajectories.order_by("id").values_list("id", flat=True))
     procs: list[subprocess.Popen] = []
 
     def start_worker(beat: bool = False) -> subprocess.Popen:

@@ -22,14 +22,9 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
-from pathlib import Path
 
-from _setup import ROOT, SHARED
-
-TAU = SHARED / "tau-bench" / "gpt-4o-airline.json"
+from _setup import ROOT, worker_bench
 
 
 def main() -> None:
@@ -40,26 +35,11 @@ def main() -> None:
     args = parser.parse_args()
     cores = os.cpu_count() or 1
 
-    tmp = Path(tempfile.mkdtemp(prefix="nlac-bench-shards-"))
-    db_url = f"sqlite:///{tmp / 'bench.sqlite3'}"
-    queue = f"bench-{uuid.uuid4().hex[:8]}"
-    os.environ.update({"DATABASE_URL": db_url, "NLAC_JOBS_DIR": str(tmp / "jobs"),
-                       "NLAC_TRAIN_DIR": str(tmp / "models"), "NLAC_GPU_QUEUE": queue, "NLAC_CPU_QUEUE": queue})
-    from _setup import django_with
-
-    django_with(db_url)
-    from webapp.accounts.services import do_create_user
+    tmp, queue, user, ids = worker_bench("nlac-bench-shards-")
+    ids = ids[:args.steps]
     from webapp.jobs.models import Job, StepCritique
     from webapp.jobs.services import lifecycle
-    from webapp.jobs.services.checkpoints import embedded_checkpoint
-    from webapp.trajectories.services.imports import do_import_file
-    from webapp.trajectories.services.projects import do_get_or_create_project
 
-    user = do_create_user("bench", "bench-password-1", "researcher")[0]
-    project = do_get_or_create_project("tau-bench airline (bench)")
-    assert do_import_file(TAU, project).ok
-    embedded_checkpoint()
-    ids = list(project.trajectories.order_by("id").values_list("id", flat=True))[:args.steps]
     procs: list[subprocess.Popen] = []
 
     def start_workers(n: int) -> list[subprocess.Popen]:
