@@ -48,6 +48,22 @@ def worker_bench(prefix: str, **env: str):
     return tmp, queue, user, list(project.trajectories.order_by("id").values_list("id", flat=True))
 
 
+def stop_workers(procs, tmp: Path) -> None:
+    """End the bench's worker processes (terminate, then kill what does not stop) and remove its folder."""
+    import shutil
+    import subprocess
+
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]

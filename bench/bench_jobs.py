@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from _setup import ROOT, SHARED, worker_bench
+from _setup import ROOT, SHARED, stop_workers, worker_bench
 
 TAU = SHARED / "tau-bench" / "gpt-4o-airline.json"
 
@@ -121,17 +121,7 @@ def main() -> None:
         print(f"recovery: running again {back:.1f} s after SIGKILL (lease {args.lease} s, reaper every "
               f"{args.reap_every} s); finished with {rows.count()} critiques for 8 steps ({unique} distinct)")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_workers(procs, tmp)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from _setup import ROOT, worker_bench
+from _setup import ROOT, stop_workers, worker_bench
 
 
 def main() -> None:
@@ -112,12 +112,7 @@ def main() -> None:
         print(f"  criterion (one per step, identical rows): {'met' if same else 'NOT met'}; "
               f"bench wall time {time.perf_counter() - started:.0f} s")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_workers(procs, tmp)
 
 
 if __name__ == "__main__":

@@ -275,5 +275,4 @@ def _no_hub_telemetry() -> None:
     """TRL pings the Hub when a trainer starts; models here load from local paths only and must not phone home
     (air-gapped clusters). huggingface_hub reads the switch at import time, so set the constant too."""
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-
     huggingface_hub.constants.HF_HUB_DISABLE_TELEMETRY = True

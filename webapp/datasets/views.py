@@ -196,7 +196,6 @@ def checkpoint_compare(request):
             ids.append(int(raw))
     chosen = list(Checkpoint.objects.filter(pk__in=ids).order_by("id")) if ids else []
     if not chosen:  # default: the checkpoints with a critic evaluation, newest six
-
         with_eval = (Job.objects.filter(kind="evaluate-critic", status=Job.SUCCEEDED, checkpoint__isnull=False)
                      .order_by("-id").values_list("checkpoint_id", flat=True)[:200])
         chosen = list(Checkpoint.objects.filter(pk__in=list(dict.fromkeys(with_eval))[:6]).order_by("id"))

@@ -52,7 +52,6 @@ def backend_for(config: ModelChoice, checkpoint: Checkpoint | None) -> Any:
             backend = _current[1]
         else:
             evict_locked()
-
             if config.backend == "openai":
                 backend = get_backend("openai", model=config.endpoint_model, base_url=endpoint.base_url,
                                       api_key=endpoint.api_key())
@@ -101,7 +100,6 @@ def extra_backend(config: ModelChoice, checkpoint: Checkpoint) -> Any:
     kept (the caller closes it), and swapped by ``override`` in tests like the main one."""
     if _override is not None:
         return _override(config, checkpoint)
-
     backend = get_backend(config.backend, model=visible_path(checkpoint), **host_settings(config.backend))
     if hasattr(backend, "batch_size"):
         backend.batch_size = config.batch_size

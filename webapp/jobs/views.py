@@ -21,6 +21,7 @@ from webapp.jobs.configs import ConfigError
 from webapp.jobs.forms import FILTER_KEYS, FORMS, JobFilterForm
 from webapp.jobs.models import Checkpoint, Job, StepCritique
 from webapp.jobs.runners.export import export_path
+from webapp.jobs.runners.shards import is_parent
 from webapp.jobs.services import lifecycle
 
 PAGE = 50
@@ -82,7 +83,7 @@ def job_launch(request, kind: str):
 
 def _detail_context(job: Job) -> dict:
     children = list(job.children.order_by("id"))
-    sharded = bool(children) and (job.config or {}).get("shards", 1) > 1
+    sharded = bool(children) and is_parent(job.config)
     return {
         "job": job,
         "charts": charts.charts_for(job.metrics or []),
@@ -103,7 +104,6 @@ def _critic_figures(job: Job) -> dict | None:
     """An evaluate-critic job's figures against its baselines, with their charts (as the compare page draws)."""
     if job.kind != "evaluate-critic" or not (job.outputs or {}).get("critic"):
         return None
-
     return critic_figures(job.outputs, job.checkpoint.name if job.checkpoint else "this critic")
 
 

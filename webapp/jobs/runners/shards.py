@@ -43,8 +43,10 @@ def shard_jobs(job: Job) -> list[Job]:
     return list(job.children.order_by("id"))
 
 
-def is_parent(config) -> bool:
-    return getattr(config, "shards", 1) > 1 and getattr(config, "shard", None) is None
+def is_parent(config: dict[str, Any] | None) -> bool:
+    """Whether a job's stored config makes it a sharded parent (more than one shard, none of them itself)."""
+    config = config or {}
+    return config.get("shards", 1) > 1 and config.get("shard") is None
 
 
 def fan_out(ctx: JobContext, n_items: int, **frozen: Any) -> dict[str, Any] | None:
@@ -54,7 +56,7 @@ def fan_out(ctx: JobContext, n_items: int, **frozen: Any) -> dict[str, Any] | No
     ``n_items``: the size of the selection (each shard's share is known, and shown, before it starts);
     ``frozen``: settings the parent resolved that its shards take as given (the backup's target network)."""
     config = ctx.config
-    if not is_parent(config):
+    if not is_parent(ctx.job.config):
         return None
     children = shard_jobs(ctx.job)
     if not children:
