@@ -70,8 +70,8 @@ class ProgressAndStop(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs:
             return
-        self.last_loss = float(logs["loss"])
-        if self.on_progress is not None:
+        self.last_loss = float(logs["loss"])  # in a distributed run: already the mean over all processes
+        if self.on_progress is not None and state.is_world_process_zero:
             self.on_progress(ProgressEvent(step=state.global_step, total_steps=state.max_steps, loss=self.last_loss,
                                            tokens_per_s=self.tokens_per_s(state), epoch=float(state.epoch or 0.0),
                                            tokens=int(state.num_input_tokens_seen)))

@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,40 @@ def train_sft(records: Iterable[dict[str, Any]] | str | Path, base_model: str | 
     ``parent_checkpoint`` names what this checkpoint descends from in the
     lineage (default: the ``base_model`` directory). ``kind`` goes into the
     manifest ("policy+critic" when one model plays every role, as in NLAC).
+    This runs in the calling process; :func:`nlac_core.training.distributed.train` runs the same three
+    parts (:func:`plan_run`, :func:`fit`, :func:`finish`) with the fit under ``accelerate launch``.
     """
     config = config or SFTRunConfig()
+    plan = plan_run(records, base_model, output_dir, config, parent_checkpoint, name, resume, kind)
+    if isinstance(plan, TrainResult):
+        return plan
+    return finish(plan, config, fit(plan, config, on_progress, should_stop))
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one run trains and where: decided once, before any process loads a model."""
+
+    raw: list[dict[str, Any]]
+    examples: list[dict[str, Any]]
+    base: Path
+    out: Path
+    run: dict[str, Any]
+    resume_from: str | None
+    name: str | None
+    kind: str
+
+    @property
+    def state_dir(self) -> Path:
+        return self.out / TRAINER_STATE
+
+
+def plan_run(records: Iterable[dict[str, Any]] | str | Path, base_model: str | Path, output_dir: str | Path,
+             config: SFTRunConfig, parent_checkpoint: str | None = None, name: str | None = None,
+             resume: bool = True, kind: str = "policy+critic", read_only: bool = False) -> RunPlan | TrainResult:
+    """Check the inputs and the output directory: the finished checkpoint of this very run (nothing to train),
+    or the plan with the trainer state to resume from. ``read_only`` (the other machines of a multi-host run)
+    finds the resume point without clearing or writing the state directory: the main machine owns it."""
     if isinstance(records, str | Path):
         raw = read_records(records)
         examples = to_examples(raw, source=Path(records).name)
@@ -86,17 +119,21 @@ def train_sft(records: Iterable[dict[str, Any]] | str | Path, base_model: str | 
     out.mkdir(parents=True, exist_ok=True)
     run = {"dataset_hash": dataset_hash(raw), "config": config.to_dict(), "base_model": str(base),
            "parent": parent_checkpoint or str(base), "kind": kind}
-
     if resume and (finished := _finished(out, run)) is not None:
         return finished
-    state_dir = out / TRAINER_STATE
-    resume_from = _resume_point(state_dir, run, resume)
+    resume_from = _resume_point(out / TRAINER_STATE, run, resume, read_only)
+    return RunPlan(raw, examples, base, out, run, resume_from, name, kind)
 
+
+def fit(plan: RunPlan, config: SFTRunConfig, on_progress: Callable[[ProgressEvent], None] | None = None,
+        should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Train and publish the model into ``plan.out``; the run's metrics. In a distributed run every process
+    calls this (the Trainer syncs them); only the main process reports progress and writes files."""
     _no_hub_telemetry()
-    trainer, callback = make_trainer(examples, base, state_dir, config, on_progress, should_stop)
-    fit = _fit_report(trainer, len(examples), config.max_length)
+    trainer, callback = make_trainer(plan.examples, plan.base, plan.state_dir, config, on_progress, should_stop)
+    fit_counts = _fit_report(trainer, len(plan.examples), config.max_length)
     started = time.perf_counter()
-    output = trainer.train(resume_from_checkpoint=resume_from)
+    output = trainer.train(resume_from_checkpoint=plan.resume_from)
     runtime = time.perf_counter() - started
 
     state = trainer.state
@@ -105,16 +142,22 @@ def train_sft(records: Iterable[dict[str, Any]] | str | Path, base_model: str | 
         "total_steps": state.max_steps, "tokens": int(state.num_input_tokens_seen),
         "tokens_per_s": callback.session_tokens(state) / runtime if runtime > 0 else 0.0,
         "runtime_s": runtime, "stopped_early": callback.stopped_early,
-        "resumed_from_step": callback.step_at_start if resume_from else None, **fit,
+        "resumed_from_step": callback.step_at_start if plan.resume_from else None,
+        "processes": trainer.args.world_size, **fit_counts,
     }
-    _publish(trainer, out, config)
-    manifest = write_manifest(out, Manifest(
-        name=name or out.name, base_model=_root_model(base), parent=run["parent"], kind=kind,
-        dataset_hash=run["dataset_hash"], config=run["config"], metrics=metrics,
-        extra={"num_records": len(raw), "base_model_dir": str(base), "trainer": _trainer_version()}))
-    if not callback.stopped_early and not config.keep_trainer_state:
-        shutil.rmtree(state_dir, ignore_errors=True)
-    return TrainResult(checkpoint_dir=out, metrics=metrics, manifest=manifest)
+    _publish(trainer, plan.out, config)
+    return metrics
+
+
+def finish(plan: RunPlan, config: SFTRunConfig, metrics: dict[str, Any]) -> TrainResult:
+    """Write the manifest (marking the checkpoint complete) and drop the trainer state of a finished run."""
+    manifest = write_manifest(plan.out, Manifest(
+        name=plan.name or plan.out.name, base_model=_root_model(plan.base), parent=plan.run["parent"],
+        kind=plan.kind, dataset_hash=plan.run["dataset_hash"], config=plan.run["config"], metrics=metrics,
+        extra={"num_records": len(plan.raw), "base_model_dir": str(plan.base), "trainer": _trainer_version()}))
+    if not metrics["stopped_early"] and not config.keep_trainer_state:
+        shutil.rmtree(plan.state_dir, ignore_errors=True)
+    return TrainResult(checkpoint_dir=plan.out, metrics=metrics, manifest=manifest)
 
 
 def make_trainer(examples: list[dict[str, Any]], base: Path, state_dir: Path, config: SFTRunConfig,
@@ -129,6 +172,7 @@ def make_trainer(examples: list[dict[str, Any]], base: Path, state_dir: Path, co
     from nlac_core.training.callback import ProgressAndStop
 
     cuda = torch.cuda.is_available()
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     bf16 = config.bf16 if config.bf16 is not None else bool(cuda and torch.cuda.is_bf16_supported())
     tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
     if not tokenizer.chat_template:
@@ -148,6 +192,9 @@ def make_trainer(examples: list[dict[str, Any]], base: Path, state_dir: Path, co
         completion_only_loss=True, assistant_only_loss=False, packing=False,
         include_num_input_tokens_seen="non_padding", logging_nan_inf_filter=False,
         report_to="none", push_to_hub=False, disable_tqdm=True, dataloader_pin_memory=cuda,
+        # several processes without CUDA (a CPU run under accelerate launch): Accelerate's multi-CPU mode, which
+        # it takes only when told the run is on CPU, over gloo (NCCL needs GPUs)
+        use_cpu=not cuda and distributed, ddp_backend="gloo" if not cuda and distributed else None,
     )
     peft_config = None
     if config.lora:
@@ -190,9 +237,26 @@ def _publish(trainer, out: Path, config: SFTRunConfig) -> None:
 
     The old manifest goes first, so a crash half-way leaves a directory marked unfinished, never a
     mixture that claims to be complete. A LoRA model is merged into a plain model; its adapter is kept.
+
+    In a distributed run every process comes here: under DDP each holds the whole model and the main
+    process saves it; under FSDP or DeepSpeed ZeRO-3 the weights are sharded, so all processes take part
+    in ``trainer.save_model`` (it gathers the full state dict) and the main process merges and moves.
     """
+    sharded = bool(getattr(trainer, "is_fsdp_enabled", False) or getattr(trainer, "is_deepspeed_enabled", False))
+    main = trainer.is_world_process_zero()
+    gathered = out / ".checkpoint-gathered"
+    if sharded:
+        trainer.save_model(str(gathered))
+    if main:
+        _publish_here(trainer, out, config, gathered if sharded else None)
+    trainer.accelerator.wait_for_everyone()
+
+
+def _publish_here(trainer, out: Path, config: SFTRunConfig, gathered: Path | None) -> None:
     model, tokenizer = trainer.model, trainer.processing_class
     (out / MANIFEST_NAME).unlink(missing_ok=True)
+    if gathered is not None:  # the full weights, written by save_model from the shards: reload them whole
+        model = _reload_gathered(gathered, config)
     if config.lora:
         adapter = out / ADAPTER_DIR
         shutil.rmtree(adapter, ignore_errors=True)
@@ -210,6 +274,20 @@ def _publish(trainer, out: Path, config: SFTRunConfig) -> None:
             os.replace(file, out / file.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if gathered is not None:
+            shutil.rmtree(gathered, ignore_errors=True)
+
+
+def _reload_gathered(gathered: Path, config: SFTRunConfig):
+    """The model saved by ``trainer.save_model`` under FSDP/ZeRO-3, loaded on CPU (a LoRA run saved its adapter
+    only: it is put back on the base model it was trained from)."""
+    from transformers import AutoModelForCausalLM
+
+    if not config.lora:
+        return AutoModelForCausalLM.from_pretrained(str(gathered), local_files_only=True)
+    from peft import AutoPeftModelForCausalLM
+
+    return AutoPeftModelForCausalLM.from_pretrained(str(gathered), local_files_only=True, is_trainable=False)
 
 
 def _finished(out: Path, run: dict[str, Any]) -> TrainResult | None:
@@ -232,8 +310,9 @@ def _finished(out: Path, run: dict[str, Any]) -> TrainResult | None:
     return None
 
 
-def _resume_point(state_dir: Path, run: dict[str, Any], resume: bool) -> str | None:
-    """The Trainer checkpoint to resume from, after checking it belongs to this run; None to start afresh."""
+def _resume_point(state_dir: Path, run: dict[str, Any], resume: bool, read_only: bool = False) -> str | None:
+    """The Trainer checkpoint to resume from, after checking it belongs to this run; None to start afresh
+    (which clears the state directory and records the run there, unless ``read_only``)."""
     from transformers.trainer_utils import get_last_checkpoint
 
     run_file = state_dir / RUN_FILE
@@ -250,6 +329,8 @@ def _resume_point(state_dir: Path, run: dict[str, Any], resume: bool) -> str | N
         last = get_last_checkpoint(str(state_dir))
         if last:
             return last
+    if read_only:
+        return None
     shutil.rmtree(state_dir, ignore_errors=True)
     state_dir.mkdir(parents=True)
     run_file.write_text(json.dumps(run, indent=2), encoding="utf-8")
