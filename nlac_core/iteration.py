@@ -38,7 +38,7 @@ from nlac_core.rollout import read_trajectories, rollout, write_trajectories
 from nlac_core.sft_data import StepIndex, distillation_records, records_hash, successor_records
 from nlac_core.state import StepView
 from nlac_core.successor import OUTCOME_TARGETS, transition_of
-from nlac_core.training import SFTRunConfig, train_sft
+from nlac_core.training import LaunchConfig, SFTRunConfig, train
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 LoadBackend = Callable[[str], Backend]  # model directory -> backend
@@ -106,7 +106,7 @@ class IterationResult:
 def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | Path, config: IterationConfig,
                   load_backend: LoadBackend, oracle: Backend | None = None, on_progress: Progress | None = None,
                   should_stop: Callable[[], bool] | None = None,
-                  replay: Sequence[TrajectoryRecord] = ()) -> IterationResult:
+                  replay: Sequence[TrajectoryRecord] = (), launch: LaunchConfig | None = None) -> IterationResult:
     """Run (or finish) one NLAC iteration in ``workdir``; returns where everything went.
 
     ``load_backend(path)`` builds a backend for a model directory (the caller
@@ -115,6 +115,7 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
     is the replay buffer (imported runs, earlier rollouts): the backup, critique
     and refine phases work on transitions drawn from it and from the fresh
     rollout (``config.replay``), the drawn ones listed in ``transitions.json``.
+    ``launch``: the SFT phase's processes (default: in this process).
     """
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -166,9 +167,9 @@ def run_iteration(workdir: str | Path, model_dir: str | Path, target_dir: str | 
 
     # 6. train, 7. EMA
     checkpoint = work / "checkpoint"
-    result = train_sft(records, model_dir, checkpoint, SFTRunConfig.from_dict(config.sft),
-                       parent_checkpoint=str(model_dir), name=f"{work.name}-checkpoint",
-                       on_progress=lambda e: report("train", e.step, e.total_steps), should_stop=should_stop)
+    result = train(records, model_dir, checkpoint, SFTRunConfig.from_dict(config.sft), launch,
+                   parent_checkpoint=str(model_dir), name=f"{work.name}-checkpoint",
+                   on_progress=lambda e: report("train", e.step, e.total_steps), should_stop=should_stop)
     new_target = work / "target"
     if not (new_target / "config.json").is_file():  # the update writes atomically: present means done
         update_target(target_dir, checkpoint, config.schedule(), out_dir=new_target)

@@ -156,6 +156,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 NLAC_VLLM_TENSOR_PARALLEL_SIZE = int(os.environ.get("NLAC_VLLM_TENSOR_PARALLEL_SIZE", "1"))
 NLAC_VLLM_GPU_MEMORY_UTILIZATION = float(os.environ.get("NLAC_VLLM_GPU_MEMORY_UTILIZATION", "0.85"))
 NLAC_VLLM_MAX_MODEL_LEN = int(os.environ.get("NLAC_VLLM_MAX_MODEL_LEN", "0")) or None
+# This worker host's training processes (accelerate launch, one per GPU; 1: in the worker process), and for a
+# run over several hosts the rendezvous (deploy/README.md); how long a stopped run may take to save its state.
+NLAC_TRAIN_PROCESSES = int(os.environ.get("NLAC_TRAIN_PROCESSES", "1"))
+NLAC_TRAIN_MACHINES = int(os.environ.get("NLAC_TRAIN_MACHINES", "1"))
+NLAC_TRAIN_MAIN_PROCESS_IP = os.environ.get("NLAC_TRAIN_MAIN_PROCESS_IP") or None
+NLAC_TRAIN_MAIN_PROCESS_PORT = int(os.environ.get("NLAC_TRAIN_MAIN_PROCESS_PORT", "0")) or None
+NLAC_TRAIN_STOP_GRACE_S = float(os.environ.get("NLAC_TRAIN_STOP_GRACE_S", "600"))
 NLAC_JOBS_DIR = Path(os.environ.get("NLAC_JOBS_DIR", VAR_DIR / "jobs"))  # full job logs and export files
 NLAC_JOB_LEASE_S = int(os.environ.get("NLAC_JOB_LEASE_S", "60"))
 NLAC_JOB_MAX_ATTEMPTS = int(os.environ.get("NLAC_JOB_MAX_ATTEMPTS", "5"))  # reaped this often: the job fails

@@ -25,6 +25,7 @@ from nlac_core.commands.common import (
     read_jsonl,
     write_jsonl,
 )
+from nlac_core.commands.training import add_launch_args, launch_from_args
 from nlac_core.critic import CritiqueConfig, critique_chunks
 from nlac_core.formats import read
 from nlac_core.iteration import IterationConfig, run_iteration
@@ -242,7 +243,8 @@ def cmd_iterate(args) -> int:
     oracle = load(str(ensure_embedded_model())) if args.env != "math" else None
     result = run_iteration(args.workdir, model, args.target_model or model, config, load, oracle=oracle,
                            on_progress=lambda phase, done, total: print(f"{phase}: {done}/{total}",
-                                                                        file=sys.stderr), replay=buffer)
+                                                                        file=sys.stderr), replay=buffer,
+                           launch=launch_from_args(args))
     if args.replay_dir:  # this iteration's rollout joins the buffer of the next ones
         import shutil
 
@@ -335,6 +337,7 @@ def register(sub) -> None:
     p.add_argument("--fresh-fraction", type=float, default=0.5, help="share of them from the fresh rollout")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sft-config", default=None, help="JSON file of SFT settings (SFTRunConfig fields)")
+    add_launch_args(p)  # the SFT phase's processes
     p.set_defaults(func=cmd_iterate)
 
 

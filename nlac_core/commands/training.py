@@ -14,7 +14,16 @@ from pathlib import Path
 from nlac_core.checkpoints import CheckpointError, check_model_dir
 from nlac_core.commands.common import UsageError, progress
 from nlac_core.ema import ema_update, init_target
-from nlac_core.training import DatasetError, ResumeError, SFTRunConfig, read_records, train_sft
+from nlac_core.training import (
+    STRATEGIES,
+    DatasetError,
+    LaunchConfig,
+    ResumeError,
+    SFTRunConfig,
+    TrainingError,
+    read_records,
+    train,
+)
 
 # flag dest -> SFTRunConfig field; a flag left unset keeps the --config file's value (or the default)
 CONFIG_FLAGS = {
@@ -48,23 +57,39 @@ def config_from_args(args):
         raise UsageError(str(exc)) from None
 
 
+def launch_from_args(args) -> LaunchConfig:
+    try:
+        return LaunchConfig(processes=args.processes, strategy=args.strategy, machines=args.machines,
+                            machine_rank=args.machine_rank, main_process_ip=args.main_process_ip,
+                            main_process_port=args.main_process_port)
+    except ValueError as exc:
+        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
+
+
 def cmd_train(args) -> int:
     try:
         records = read_records(args.dataset)
     except DatasetError as exc:
         raise UsageError(str(exc)) from None
     config = config_from_args(args)
+    launch = launch_from_args(args)
     base = _model_dir(args.base_model, "--base-model")
     _quiet_libraries()
     reporter = _Reporter()
     try:
-        result = train_sft(records, base, args.out, config=config, parent_checkpoint=args.parent, name=args.name,
-                           on_progress=reporter, resume=args.resume, kind=args.kind)
+        result = train(records, base, args.out, config, launch, parent_checkpoint=args.parent, name=args.name,
+                       on_progress=reporter, resume=args.resume, kind=args.kind)
     except (ResumeError, CheckpointError, DatasetError) as exc:  # DatasetError: e.g. every record too long
         raise UsageError(str(exc)) from None
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         reporter.close()
     metrics = result.metrics
+    if not launch.main:
+        print(f"machine {launch.machine_rank} done: machine 0 writes the checkpoint {result.checkpoint_dir}")
+        return 0
     print(f"checkpoint: {result.checkpoint_dir}")
     if metrics.get("stopped_early"):
         print("stopped early: resume with the same command")
@@ -140,6 +165,21 @@ def _num(value) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def add_launch_args(p) -> None:
+    """--processes, --strategy and the multi-host flags (train, iterate): read by launch_from_args."""
+    launch = p.add_argument_group("processes, GPUs and hosts (accelerate launch; see deploy/README.md)")
+    launch.add_argument("--processes", type=int, default=1,
+                        help="training processes on this machine, one per GPU (default 1: in this process)")
+    launch.add_argument("--strategy", default="ddp", choices=STRATEGIES,
+                        help="ddp: a whole model per process (default); fsdp or deepspeed (ZeRO-3): the model "
+                             "sharded over the GPUs, for one that does not fit one GPU")
+    launch.add_argument("--machines", type=int, default=1, help="hosts taking part (each runs this command)")
+    launch.add_argument("--machine-rank", type=int, default=0, help="this host's rank, 0 on the main host")
+    launch.add_argument("--main-process-ip", default=None, help="the main host's address (several machines)")
+    launch.add_argument("--main-process-port", type=int, default=None,
+                        help="the main host's port (several machines; default on one: a free port)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("train", help="SFT a model on prompt/completion JSONL (critic targets or refined actions)",
                        description="Fine-tune a local model on a JSONL file of {prompt, completion} chat records. "
@@ -172,6 +212,7 @@ def register(sub) -> None:
     p.add_argument("--name", default=None, help="checkpoint name in the manifest (default: the --out folder name)")
     p.add_argument("--parent", default=None, help="lineage parent in the manifest (default: the base model)")
     p.add_argument("--kind", default="policy+critic", choices=("policy+critic", "critic", "policy"))
+    add_launch_args(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("ema-update", help="target <- (1 - tau) * target + tau * online (the NLAC target network)")

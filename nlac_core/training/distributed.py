@@ -214,6 +214,19 @@ class ProcessTree:
         self._psutil.wait_procs(still, timeout=grace_s)
 
 
+def launched_by(pid: int) -> list:
+    """The training processes (launcher, agent, ranks) that process ``pid`` started and that still run: found
+    by the environment every one of them inherits, so re-parented ones are found too."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get(PARENT_PID_ENV) == str(pid) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
 def _signal(proc, sig) -> None:
     with contextlib.suppress(Exception):  # gone already (psutil.NoSuchProcess) is the usual case
         proc.send_signal(sig)

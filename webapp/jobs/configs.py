@@ -25,7 +25,7 @@ from nlac_core.envs import ENV_NAMES, EVAL_SPLITS, TRAIN_SPLITS, overlapping
 from nlac_core.formats import FORMATS
 from nlac_core.successor import OUTCOME_TARGETS
 from nlac_core.supervision import WHERE
-from nlac_core.training import SFTRunConfig
+from nlac_core.training import STRATEGIES, SFTRunConfig
 from webapp.errors import FieldError
 from webapp.jobs import endpoints
 
@@ -350,6 +350,11 @@ class TrainingSettings(Fields):
     lora: bool = Field(False, title="LoRA")
     seed: Seed = 0
     max_state_chars: MaxStateChars = 2000
+    # how the model spreads over the worker host's training processes (NLAC_TRAIN_PROCESSES, one per GPU)
+    strategy: Literal[STRATEGIES] = Field(
+        "ddp", title="Training strategy", json_schema_extra=labels({
+            "ddp": "DDP: a whole model per GPU", "fsdp": "FSDP: the model sharded over the GPUs",
+            "deepspeed": "DeepSpeed ZeRO-3: the model sharded over the GPUs"}))
 
 
 class TrainCriticJob(TrainingSettings, JobConfig):

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from nlac_core.backends import get_backend
+from nlac_core.training import LaunchConfig
 from webapp.jobs import endpoints
 from webapp.jobs.configs import ConfigError, ModelChoice
 from webapp.jobs.endpoints import Endpoint
@@ -73,6 +74,15 @@ def host_settings(backend: str) -> dict[str, Any]:
     return {"tensor_parallel_size": settings.NLAC_VLLM_TENSOR_PARALLEL_SIZE,
             "gpu_memory_utilization": settings.NLAC_VLLM_GPU_MEMORY_UTILIZATION,
             "max_model_len": settings.NLAC_VLLM_MAX_MODEL_LEN}
+
+
+def training_launch(strategy: str) -> LaunchConfig:
+    """Where this worker host trains (settings.NLAC_TRAIN_*): a job picks the strategy, the host the processes.
+    The worker is always the main machine of a multi-host run; the others join with the CLI."""
+    return LaunchConfig(processes=settings.NLAC_TRAIN_PROCESSES, strategy=strategy,
+                        machines=settings.NLAC_TRAIN_MACHINES, machine_rank=0,
+                        main_process_ip=settings.NLAC_TRAIN_MAIN_PROCESS_IP,
+                        main_process_port=settings.NLAC_TRAIN_MAIN_PROCESS_PORT)
 
 
 def visible_path(checkpoint: Checkpoint) -> str:

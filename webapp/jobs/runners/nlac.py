@@ -70,7 +70,8 @@ def _child_request(phase: str, config: NlacIterationJob, online: Checkpoint, tar
     return "train-critic", {"checkpoint": online.pk, "source": "nlac", "max_steps": config.max_steps,
                             "learning_rate": config.learning_rate, "lora": config.lora, "seed": config.seed,
                             "per_device_batch_size": config.per_device_batch_size, "max_length": config.max_length,
-                            "max_state_chars": config.max_state_chars, "outcome_target": config.outcome_target}, \
+                            "max_state_chars": config.max_state_chars, "outcome_target": config.outcome_target,
+                            "strategy": config.strategy}, \
         selection
 
 

@@ -6,7 +6,9 @@ The records: for each selected step, its newest Bellman target (``source="target
 NLAC's critic) or newest parsed model critique (``"critiques"``), as TRL prompt/completion records with
 provenance. Training runs in ``NLAC_TRAIN_DIR/job-<id>``, reports loss and tokens/s per step as the job's
 metrics, stops at a cancel between steps (saving a checkpoint it can resume from), and resumes after a
-crash from the trainer's last saved state. The result is registered with its lineage.
+crash from the trainer's last saved state. It runs on the worker host's training processes
+(``NLAC_TRAIN_PROCESSES``, ``nlac_core.training.distributed``: accelerate launch, DDP or the job's strategy).
+The result is registered with its lineage.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from django.conf import settings
 
 from nlac_core import sft_data
 from nlac_core.outputs import from_json
-from nlac_core.training import train_sft
+from nlac_core.training import train
 from webapp.datasets.models import Snapshot
 from webapp.datasets.services.build import snapshot_records
 from webapp.jobs.configs import DistillPolicyJob, TrainCriticJob
+from webapp.jobs.loaded_model import training_launch
 from webapp.jobs.models import StepCritique, StepRefinement, StepTarget
 from webapp.jobs.runners.base import JobContext
 from webapp.jobs.services.checkpoints import checkpoint_for, do_register_checkpoint
@@ -117,9 +120,14 @@ def run_train_critic(ctx: JobContext) -> dict[str, Any]:
         ctx.progress(event.step, event.total_steps, "train")
         ctx.metric(step=event.step, loss=event.loss, tokens_per_s=round(event.tokens_per_s, 1), epoch=event.epoch)
 
-    result = train_sft(records, base.path, out, config.sft_config(), parent_checkpoint=base.path,
-                       name=config.name or default_name, on_progress=on_progress,
-                       should_stop=ctx.should_stop, kind=role)
+    launch = training_launch(config.strategy)
+    if launch.spawns:
+        ctx.log(f"accelerate launch: {launch.processes} processes x {launch.machines} machine(s), {launch.strategy}")
+    if launch.machines > 1:
+        _log_join_command(ctx, launch, config, out, base.path, role)
+    result = train(records, base.path, out, config.sft_config(), launch, parent_checkpoint=base.path,
+                   name=config.name or default_name, on_progress=on_progress,
+                   should_stop=ctx.should_stop, kind=role, stop_grace_s=settings.NLAC_TRAIN_STOP_GRACE_S)
     metrics = result.metrics
     if metrics.get("stopped_early"):
         ctx.log(f"stopped at step {metrics['steps']}/{metrics['total_steps']}; a retry resumes from there")
@@ -129,3 +137,16 @@ def run_train_critic(ctx: JobContext) -> dict[str, Any]:
     ctx.log(f"registered checkpoint {checkpoint.name} (train loss {metrics['train_loss']:.4f})")
     return {"checkpoint_produced": checkpoint.pk, "records": len(records), "steps": metrics["steps"],
             "train_loss": metrics["train_loss"], "tokens_per_s": metrics["tokens_per_s"]}
+
+
+def _log_join_command(ctx: JobContext, launch, config: TrainCriticJob, out: Path, base: str, role: str) -> None:
+    """A run over several hosts: this worker is machine 0; the job log says what each other host runs (the same
+    records, settings and lineage, so that every machine plans the same run), on the shared storage."""
+    settings_file = out / "sft-config.json"
+    out.mkdir(parents=True, exist_ok=True)
+    settings_file.write_text(json.dumps(config.sft_config().to_dict(), indent=2), encoding="utf-8")
+    ctx.log(f"each other machine R (1..{launch.machines - 1}) joins with: python -m nlac_core train "
+            f"{out}/.launch/machine-0/records.jsonl --out {out} --config {settings_file} --base-model {base} "
+            f"--parent {base} --kind {role} --processes {launch.processes} --strategy {launch.strategy} "
+            f"--machines {launch.machines} --machine-rank R --main-process-ip {launch.main_process_ip} "
+            f"--main-process-port {launch.main_process_port}")
