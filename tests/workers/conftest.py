@@ -74,13 +74,14 @@ class Workers:
         settings_fixture.NLAC_JOB_QUEUES = {"gpu": self.queue, "cpu": self.queue}
         settings_fixture.NLAC_JOB_LEASE_S = lease_s
 
-    def start(self) -> subprocess.Popen:
+    def start(self, **env_vars: str) -> subprocess.Popen:
+        """One more worker; ``env_vars`` set its host settings (NLAC_TRAIN_PROCESSES="2")."""
         n = len(self.procs)
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "DATABASE_URL": database_url(),
                "REDIS_URL": self.redis_url, "NLAC_JOBS_DIR": str(settings.NLAC_JOBS_DIR),
                "NLAC_JOB_LEASE_S": str(self.lease_s), "NLAC_TRAIN_DIR": str(settings.NLAC_TRAIN_DIR),
                # jobs the worker itself creates (a parent's children) go to the test's queue too
-               "NLAC_GPU_QUEUE": self.queue, "NLAC_CPU_QUEUE": self.queue}
+               "NLAC_GPU_QUEUE": self.queue, "NLAC_CPU_QUEUE": self.queue, **env_vars}
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", self.queue, "--pool",
              "solo", "-l", "warning", "-n", f"{self.queue}-{n}@%h", "--without-gossip", "--without-mingle",
