@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt requirements-common.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-common.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-shards bench-annotate bench-datasets bench-supervision bench-futures clean
+.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-shards bench-sft-processes bench-annotate bench-datasets bench-supervision bench-futures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,9 @@ bench-jobs: $(RUN_STAMP)
 
 bench-shards: $(RUN_STAMP)
 	$(PY) bench/bench_shards.py
+
+bench-sft-processes: $(RUN_STAMP)
+	$(PY) bench/bench_sft_processes.py
 
 bench-annotate: $(RUN_STAMP)
 	$(PY) bench/bench_annotate.py

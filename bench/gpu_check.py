@@ -3,10 +3,11 @@
     python bench/gpu_check.py [--requests 64] [--max-new-tokens 128] [--model DIR]
 
 On CUDA: hf vs vllm generation throughput on the same prompts (greedy, completion tokens per second of wall
-time, and the ratio), bf16 on the GPU. On a machine without CUDA (or without vllm) it says what it skipped and
-why, and exits 0. Not built yet, and said so on every run: bf16 SFT tokens/s on all GPUs (training under
-``accelerate launch`` is issue 20's next part); the sharded critique job end to end has its own bench,
-``bench/bench_shards.py`` (one worker per GPU: run it with the workers' ``CUDA_VISIBLE_DEVICES`` set).
+time, and the ratio), bf16 on the GPU; bf16 SFT tokens/s on 1 GPU and on all of them (accelerate launch, DDP,
+``bench_sft_processes.compare``: the same data, seed and global batch, with the loss agreement). On a machine
+without CUDA (or without vllm) it says what it skipped and why, and exits 0. The sharded critique job end to
+end has its own bench, ``bench/bench_shards.py`` (one worker per GPU: run it with the workers'
+``CUDA_VISIBLE_DEVICES`` set).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 
 from _setup import ROOT  # noqa: F401  (puts the checkout on sys.path)
 from bench_generate import QUESTIONS
+from bench_sft_processes import compare, report
 
 
 def _rate(backend, requests, spec) -> tuple[float, int, float]:
@@ -43,12 +45,16 @@ def main() -> None:
     cuda = torch.cuda.is_available()
     print(f"device: {torch.cuda.get_device_name(0) if cuda else 'no CUDA GPU'}"
           + (f" x {torch.cuda.device_count()}" if cuda else "") + f", torch {torch.__version__}")
-    print("skipped: bf16 SFT tokens/s on 1 and on all GPUs: distributed training (accelerate launch) is not "
-          "built yet")
     print("skipped: sharded critique end to end: run bench/bench_shards.py with one worker per GPU")
     if not cuda:
         print("skipped: hf vs vllm generation throughput: no CUDA GPU here")
+        print("skipped: bf16 SFT on 1 and on all GPUs: no CUDA GPU here (bench/bench_sft_processes.py measures "
+              "1 vs 2 processes on CPU)")
         return
+    gpus = torch.cuda.device_count()
+    report(compare(gpus, steps=8, global_batch=4 * gpus, max_length=512, bf16=True), label="bf16 ")
+    if gpus == 1:
+        print("skipped: bf16 SFT on all GPUs: this host has one GPU")
     if importlib.util.find_spec("vllm") is None:
         print("skipped: hf vs vllm generation throughput: vllm is not installed "
               "(pip install -r requirements-gpu.txt)")
