@@ -160,3 +160,23 @@ def test_it_launches_a_train_critic_job_on_a_chosen_base(client_for, tau_project
     job = Job.objects.get()
     assert job.kind == "train-critic" and job.checkpoint == base and job.config["lora"] is True
     assert job.config["checkpoint"] == base.pk and job.config["lora_r"] == 8
+
+
+def test_it_shows_outputs_and_settings_as_readable_lines_never_python_reprs(client_for, job):
+    """Verdict counts, sampling settings, None and booleans read as words and numbers on the job page and the
+    job list (issue 21: no ``{'`` and no ``None`` shown as text)."""
+    import re
+
+    lifecycle.claim(job.pk, "w:1")
+    lifecycle.do_finish(job.pk, "w:1", Job.SUCCEEDED, outputs={
+        "verdicts": {"optimal": 11, "suboptimal": 4}, "sampling": {"temperature": 0.7, "top_p": None},
+        "stopped_early": False, "checkpoint_produced": None, "steps": [1, 2, 3], "note": "<b>x</b>"})
+    client = client_for("researcher")
+    for url in (f"/jobs/{job.pk}/", "/jobs/"):
+        page = client.get(url).content.decode()
+        text = re.sub(r"<[^>]+>", " ", page)
+        assert "{'" not in text and "{&#x27;" not in page and not re.search(r"\bNone\b", text), url
+    detail = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "optimal 11 · suboptimal 4" in detail and "temperature 0.7 · top_p –" in detail
+    assert "<td>no</td>" in detail and "<td>1, 2, 3</td>" in detail
+    assert "&lt;b&gt;x&lt;/b&gt;" in detail and "<b>x</b>" not in detail
