@@ -24,7 +24,8 @@ def finished_job(tau_project, personas):
     lifecycle.claim(job.pk, "w:1")
     StepCritique.objects.create(trajectory_id=ids[0], step_index=0, job=job, checkpoint=job.checkpoint,
                                 prompt_id="critic@test", verdict="optimal", parse_ok=True,
-                                record={"predicted_future": "the user is helped", "verdict": "optimal"})
+                                record={"predicted_future": "the user is helped", "verdict": "optimal",
+                                        "provenance": {"sampling": {"temperature": 0.0, "top_p": None}}})
     lifecycle.do_finish(job.pk, "w:1", Job.SUCCEEDED, outputs={"critiques": 1, "verdicts": {"optimal": 1}})
     return job
 
@@ -51,7 +52,13 @@ def crawl(client, start: str = "/", per_shape: int = 3) -> dict[str, str]:
 
 @pytest.mark.parametrize("persona", ["researcher", "annotator"])
 def test_it_shows_no_python_repr_on_any_page_it_links_to(client_for, finished_job, persona):
-    pages = crawl(client_for(persona))
+    client = client_for(persona)
+    pages = crawl(client)
+    critique = StepCritique.objects.get(job=finished_job)
+    step_page = f"/trajectories/{critique.trajectory_id}/steps/0/"
+    if persona == "researcher":  # the step carrying the critique (its sampling settings) is checked for sure
+        pages[step_page] = client.get(step_page).content.decode()
+        assert "sampling temperature 0 · top_p –" in pages[step_page]
     assert len(pages) >= (10 if persona == "researcher" else 2), sorted(pages)
     bad = {}
     for url, html in pages.items():
