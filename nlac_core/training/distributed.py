@@ -193,14 +193,17 @@ class ProcessTree:
 
     def refresh(self) -> None:
         for proc in list(self.procs.values()):
-            try:
+            with contextlib.suppress(self._psutil.Error):  # gone meanwhile
                 for child in proc.children(recursive=True):
                     self.procs.setdefault(child.pid, child)
-            except self._psutil.NoSuchProcess:
-                continue
 
     def alive(self) -> list:
-        return [p for p in self.procs.values() if p.is_running() and p.status() != self._psutil.STATUS_ZOMBIE]
+        out = []
+        for proc in self.procs.values():
+            with contextlib.suppress(self._psutil.Error):
+                if proc.is_running() and proc.status() != self._psutil.STATUS_ZOMBIE:
+                    out.append(proc)
+        return out
 
     def kill(self, grace_s: float = 10.0) -> None:
         """SIGTERM everything (torchrun's agent passes it on; the Trainer dies cleanly), then SIGKILL."""
