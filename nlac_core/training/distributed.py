@@ -153,8 +153,11 @@ def train(records: Iterable[dict[str, Any]] | str | Path, base_model: str | Path
 def _watch(command: list[str], files: _LaunchFiles, on_progress, should_stop, stop_grace_s: float,
            poll_s: float) -> int:
     """Run the launcher, pass its events on, turn a stop request into the stop file; kill the tree at the end."""
+    # the ranks import nlac_core as this process does, wherever it was found (a checkout on sys.path, say)
+    here = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, PARENT_PID_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+           "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": path}
     with files.log.open("ab") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     tree = ProcessTree(proc.pid)
