@@ -58,7 +58,7 @@ def test_it_shows_no_python_repr_on_any_page_it_links_to(client_for, finished_jo
     step_page = f"/trajectories/{critique.trajectory_id}/steps/0/"
     if persona == "researcher":  # the step carrying the critique (its sampling settings) is checked for sure
         pages[step_page] = client.get(step_page).content.decode()
-        assert "sampling temperature 0 · top_p –" in pages[step_page]
+        assert "temperature 0" in pages[step_page] and "top_p –" in pages[step_page]  # jsonb orders keys its way
     assert len(pages) >= (10 if persona == "researcher" else 2), sorted(pages)
     bad = {}
     for url, html in pages.items():
