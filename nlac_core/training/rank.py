@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from nlac_core.training.config import SFTRunConfig
-from nlac_core.training.data import to_examples
+from nlac_core.training.data import read_records, to_examples
 from nlac_core.training.distributed import PARENT_PID_ENV
 from nlac_core.training.sft import RunPlan, fit
 
@@ -26,8 +26,7 @@ ORPHAN_EXIT_S = 300.0
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    records = [json.loads(line) for line in Path(request["records"]).read_text(encoding="utf-8").splitlines()
-               if line.strip()]
+    records = read_records(request["records"])
     plan = RunPlan(raw=records, examples=to_examples(records), base=Path(request["base"]), out=Path(request["out"]),
                    run=request["run"], resume_from=request["resume_from"], name=request["name"],
                    kind=request["kind"])
