@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt requirements-common.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-common.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint chromium bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-shards bench-sft-processes bench-annotate bench-datasets bench-supervision bench-futures clean
+.PHONY: run test test-db lint chromium axe bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-shards bench-sft-processes bench-annotate bench-datasets bench-supervision bench-futures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 run: $(RUN_STAMP)
 	$(PY) deploy/embedded.py
 
-test: $(DEV_STAMP) chromium
+test: $(DEV_STAMP) chromium axe
 	$(PY) -m pytest --durations=25
 
 # The browser tests drive Debian's chromium: installed here when missing and we are root.
@@ -30,6 +30,17 @@ chromium:
 	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing: sudo apt-get install chromium (the browser tests will skip)"; fi; }
+
+# The accessibility test injects axe-core (package.json pins it, package-lock.json locks it) into each page:
+# installed with npm, itself installed here when missing and we are root. Without it the test skips, or fails
+# under NLAC_REQUIRE_BROWSER (CI).
+AXE := node_modules/axe-core/axe.min.js
+axe:
+	@command -v npm >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	  else echo "npm is missing: sudo apt-get install npm (the accessibility test will skip)"; fi; }
+	@if command -v npm >/dev/null && { [ ! -f $(AXE) ] || [ package-lock.json -nt $(AXE) ]; }; then \
+	  npm ci --no-audit --no-fund && touch $(AXE); fi
 
 # The tests that touch the database (everything but the pure nlac_core tests): CI runs
 # them a second time on PostgreSQL after the whole suite has run on SQLite. Left out there:

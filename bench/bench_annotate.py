@@ -1,7 +1,8 @@
-"""Annotation figures: save and step-view server times, and 20 simulated annotators against a real
-server on loopback.
+"""Annotation figures: save and step-view server times, 20 simulated annotators against a real server on
+loopback, and one keyboard-only annotator in Chromium working through a 20-item queue.
 
-    python bench/bench_annotate.py [--annotators 20] [--seconds 60] [--overlap 2]
+    python bench/bench_annotate.py [--annotators 20] [--seconds 60] [--overlap 2] [--items 20] [--quick]
+    python bench/bench_annotate.py --keyboard-only      # part 3 alone
     DATABASE_URL=postgres://.../nlac_bench python bench/bench_annotate.py
 
 1. Server time (Django's test client: middleware, queries, templates) of saving a revision, and of
@@ -11,6 +12,17 @@ server on loopback.
    for S seconds: "next" -> step page -> "save and next". Then the database is checked: no queue
    item with more finished annotations than the overlap, and every save a client saw succeed is a
    revision in the database (zero lost).
+3. The same gunicorn and a headless Chromium (Debian's, NLAC_CHROMIUM overrides) logged in as the one
+   annotator of a fresh queue of N steps with model critiques (overlap 1). After the login it uses only
+   page.keyboard: Tab to Start and Enter; on each step `1`-`3` for a verdict other than the one shown, `e`,
+   Ctrl+End and a typed sentence in the predicted future, Ctrl+Enter (save and next); until the queue page
+   says nothing is left. Prints wall seconds per item as the browser sees them (from the key that opened
+   the item to the next page loaded; login excluded): median, p90 and total, and the keys it took.
+   Then the database must hold exactly N new revisions and N finished assignments of that annotator, each
+   with the verdict chosen and the text typed; anything else exits non-zero.
+   Its output reads: "keyboard-only annotator, 20 items in Chromium: median ... s/item, p90 ... s, total ... s".
+
+--quick: a smoke run (5 renders, 4 annotators x 5 s, a 5-item queue).
 """
 
 from __future__ import annotations
@@ -18,16 +30,19 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 
 from _setup import ROOT, SHARED, django_with, percentile
 
 DB_FILE = ROOT / "var" / "bench-annotate.sqlite3"
 PORT = int(os.environ.get("NLAC_BENCH_PORT", "8765"))
+CHROMIUM = os.environ.get("NLAC_CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 
 
 def setup(n_annotators: int):
@@ -133,13 +148,11 @@ class Annotator(threading.Thread):
                 self.errors.append(f"save answered {response.status_code}")
 
 
-def load(project, people, n: int, seconds: float, overlap: int, db_url: str | None) -> None:
-    from webapp.accounts.services import do_create_user
-    from webapp.annotation.models import Assignment, QueueItem, Revision
-    from webapp.annotation.services.queues import QueueSpec, check_create_queue
-    maker = do_create_user("bench-researcher", "bench-pw-123", "researcher")[0]
-    queue = check_create_queue(maker, f"bench load {time.time():.0f}", project, QueueSpec(), overlap, people)
-    revisions_before = Revision.objects.count()
+@contextmanager
+def serving(db_url: str | None):
+    """gunicorn on 127.0.0.1 (2 workers x 8 threads, DEBUG off) for the block; yields its base URL."""
+    import requests
+
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "webapp.settings", "DEBUG": "0"}
     if db_url:
         env["DATABASE_URL"] = db_url
@@ -147,23 +160,33 @@ def load(project, people, n: int, seconds: float, overlap: int, db_url: str | No
                                f"127.0.0.1:{PORT}", "-w", "2", "--threads", "8", "--log-level", "warning"],
                               cwd=ROOT, env=env)
     try:
-        import requests
         for _ in range(100):
             try:
                 requests.get(f"http://127.0.0.1:{PORT}/login/", timeout=2)
                 break
             except requests.ConnectionError:
                 time.sleep(0.2)
+        yield f"http://127.0.0.1:{PORT}"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def load(project, people, n: int, seconds: float, overlap: int, db_url: str | None) -> None:
+    from webapp.accounts.services import do_create_user
+    from webapp.annotation.models import Assignment, QueueItem, Revision
+    from webapp.annotation.services.queues import QueueSpec, check_create_queue
+    maker = do_create_user("bench-researcher", "bench-pw-123", "researcher")[0]
+    queue = check_create_queue(maker, f"bench load {time.time():.0f}", project, QueueSpec(), overlap, people)
+    revisions_before = Revision.objects.count()
+    with serving(db_url) as base:
         started = time.monotonic()
-        clients = [Annotator(f"http://127.0.0.1:{PORT}", p.username, queue.pk, started + seconds) for p in people[:n]]
+        clients = [Annotator(base, p.username, queue.pk, started + seconds) for p in people[:n]]
         for c in clients:
             c.start()
         for c in clients:
             c.join(seconds + 120)
         elapsed = time.monotonic() - started
-    finally:
-        server.terminate()
-        server.wait(30)
     saved = sum(c.saved for c in clients)
     latencies = [x for c in clients for x in c.latencies]
     errors = [e for c in clients for e in c.errors]
@@ -181,21 +204,116 @@ def load(project, people, n: int, seconds: float, overlap: int, db_url: str | No
           f"lost {saved - stored if saved > stored else 0}; errors {len(errors)} {errors[:3]}")
 
 
+VERDICT_KEYS = {"optimal": "1", "suboptimal": "2", "harmful": "3"}
+
+
+def tab_to(page, element_id: str, limit: int = 60) -> int:
+    """Press Tab until the element with this id has the focus; returns the presses it took."""
+    for presses in range(limit):
+        if page.evaluate("document.activeElement && document.activeElement.id") == element_id:
+            return presses
+        page.keyboard.press("Tab")
+    raise SystemExit(f"keyboard run: #{element_id} not reached in {limit} Tab presses on {page.url}")
+
+
+def keyboard_only(project, n_items: int, db_url: str | None) -> None:
+    """Part 3: one annotator in Chromium, keyboard only after the login, through a fresh queue."""
+    from playwright.sync_api import sync_playwright
+
+    from webapp.accounts.services import do_create_user
+    from webapp.annotation.models import Assignment, Revision
+    from webapp.annotation.services.queues import QueueSpec, check_create_queue
+
+    if not os.path.exists(CHROMIUM):
+        raise SystemExit(f"keyboard run: no chromium at {CHROMIUM} (apt-get install chromium, or NLAC_CHROMIUM)")
+    maker = do_create_user("bench-researcher", "bench-pw-123", "researcher")[0]
+    typist = do_create_user("bench-keyboard", "bench-pw-123", "annotator")[0]
+    queue = check_create_queue(maker, f"bench keyboard {time.time():.0f}", project,
+                               QueueSpec(verdict="harmful", sample=n_items), 1, [typist])
+    assert queue.n_items == n_items, f"the critiqued steps give a {queue.n_items}-item queue, not {n_items}"
+    revisions_before = Revision.objects.filter(author=typist).values_list("pk", flat=True).order_by("-pk").first()
+    typed: dict[int, tuple[str, str]] = {}  # queue item -> (verdict chosen, text typed)
+    seconds: list[float] = []
+    tabs = 0
+    keys = 0  # per item, the keys below, not counting the characters typed
+    with serving(db_url) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"])
+        page = browser.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{base}/login/?next=/queues/{queue.pk}/")  # the login is the one part done with the mouse
+        page.fill("input[name=username]", typist.username)
+        page.fill("input[name=password]", "bench-pw-123")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/queues/{queue.pk}/")
+        tabs += tab_to(page, "start")
+        opened = time.perf_counter()
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        while "/steps/" in page.url:
+            item = int(re.search(r"queue_item=(\d+)", page.url).group(1))
+            shown = page.input_value("#verdict")
+            verdict = next(v for v in ("suboptimal", "harmful", "optimal") if v != shown)
+            text = f" Keyboard check {len(typed) + 1}: the agent should confirm first."
+            page.keyboard.press(VERDICT_KEYS[verdict])
+            page.keyboard.press("e")
+            page.keyboard.press("Control+End")
+            page.keyboard.type(text)
+            url = page.url
+            page.keyboard.press("Control+Enter")  # save and next, from the field being typed in
+            keys += 4
+            page.wait_for_url(lambda u, url=url: u != url)
+            now = time.perf_counter()
+            seconds.append(now - opened)
+            opened = now
+            typed[item] = (verdict, text)
+        finished = "Nothing left for you" in page.inner_text("main")
+        browser.close()
+    total = sum(seconds)
+    print(f"keyboard-only annotator, {len(seconds)} items in Chromium on gunicorn 127.0.0.1: "
+          f"median {statistics.median(seconds):.2f} s/item, p90 {percentile(seconds, 0.9):.2f} s, "
+          f"total {total:.1f} s; {tabs} Tab presses and Enter to start, then {keys / max(1, len(seconds)):.1f} keys "
+          f"per item besides the text typed")
+    done = {a.item_id: a for a in Assignment.objects.filter(item__queue=queue, annotator=typist,
+                                                            status=Assignment.DONE).select_related("annotation__head")}
+    new = Revision.objects.filter(author=typist, pk__gt=revisions_before or 0)
+    problems = [] if finished else ["the queue page did not say nothing is left"]
+    if len(typed) != n_items or len(done) != n_items or new.count() != n_items:
+        problems.append(f"{len(typed)} items typed, {len(done)} assignments done, {new.count()} new revisions; "
+                        f"expected {n_items} of each")
+    for item_id, (verdict, text) in typed.items():
+        head = done[item_id].annotation.head if item_id in done else None
+        if head is None or head.verdict != verdict or not head.predicted_future.endswith(text):
+            problems.append(f"queue item {item_id}: stored {head and (head.verdict, head.predicted_future[-60:])}, "
+                            f"typed {(verdict, text)}")
+    print(f"database: {len(done)} finished assignments, {new.count()} new revisions of {typist.username}, "
+          f"verdicts and typed text {'all as typed' if not problems else 'WRONG'}")
+    if problems:
+        raise SystemExit("keyboard run check failed:\n  " + "\n  ".join(problems))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--overlap", type=int, default=2)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--items", type=int, default=20, help="queue length for the keyboard-only part")
+    parser.add_argument("--keyboard-only", action="store_true", help="run part 3 alone")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: small counts everywhere")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.annotators, args.seconds, args.items = 5, 4, 5, 5
     db_url = os.environ.get("DATABASE_URL")
     if not db_url:
         DB_FILE.parent.mkdir(exist_ok=True)
         db_url = f"sqlite:///{DB_FILE}"
     django_with(db_url)
     project, trajectory, researcher, people = setup(args.annotators)
-    time_pages(trajectory, researcher, args.runs)
-    load(project, people, args.annotators, args.seconds, args.overlap, db_url)
+    if not args.keyboard_only:
+        time_pages(trajectory, researcher, args.runs)
+        load(project, people, args.annotators, args.seconds, args.overlap, db_url)
+    keyboard_only(project, args.items, db_url)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@
   }
   document.addEventListener("keydown", function (e) {
     if (e.key === "Escape" && typing(e.target)) { e.target.blur(); return; }
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {  // from anywhere, a field included: save (and next, in a queue)
+      var submit = document.getElementById("save-next") || document.getElementById("save");
+      if (submit) { e.preventDefault(); submit.click(); }
+      return;
+    }
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
     var help = document.getElementById("shortcuts");
     var handled = true;
@@ -29,4 +34,21 @@
     }
     if (handled) e.preventDefault();
   });
+})();
+// The conversation before the step and the form are panes of their own that end inside the first screen (CSS
+// guesses the header's height; this measures it); the conversation shows its end, the messages just before the
+// action. A one-column (narrow) layout leaves the panes as they are.
+(function () {
+  var context = document.getElementById("context");
+  var panes = [context, document.getElementById("correction")];
+  function fit() {
+    panes.forEach(function (pane) {
+      if (!pane || getComputedStyle(pane).position !== "sticky") return;
+      var top = pane.getBoundingClientRect().top + window.scrollY;
+      pane.style.maxHeight = Math.max(256, window.innerHeight - top - 8) + "px";
+    });
+  }
+  fit();
+  window.addEventListener("resize", fit);
+  if (context) context.scrollTop = context.scrollHeight;
 })();

@@ -32,11 +32,12 @@ def browser():
 
 @pytest.fixture
 def page_as(browser, live_server, personas):
-    """page_as("annotator") -> a logged-in Playwright page on the live server."""
+    """page_as("annotator") -> a logged-in Playwright page on the live server (``options`` go to the browser
+    context: bypass_csp=True, say)."""
     contexts = []
 
-    def login(name: str, javascript: bool = True):
-        context = browser.new_context(java_script_enabled=javascript)
+    def login(name: str, javascript: bool = True, **options):
+        context = browser.new_context(java_script_enabled=javascript, **options)
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(10_000)
@@ -50,3 +51,7 @@ def page_as(browser, live_server, personas):
     yield login
     for c in contexts:
         c.close()
+
+
+# A real Redis and Celery workers for the browser tests that need them (tests/workers/conftest.py).
+from tests.workers.conftest import redis_url, workers  # noqa: E402, F401

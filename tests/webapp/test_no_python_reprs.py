@@ -5,49 +5,18 @@ imported run, a finished critique job with outputs and a checkpoint, and follows
 from __future__ import annotations
 
 import re
-from collections import deque
 
 import pytest
 
-from webapp.jobs.models import Job, StepCritique
-from webapp.jobs.services import lifecycle
+from tests.webapp.every_page import add_finished_job, crawl
+from webapp.jobs.models import StepCritique
 
-MAX_PAGES = 120
-SKIP = re.compile(r"^/(logout|static|admin|api)|/(export|download|raw)|\.(jsonl?|csv|parquet|zip)$")
 TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.S)
 
 
 @pytest.fixture
 def finished_job(tau_project, personas):
-    ids = list(tau_project.trajectories.order_by("id").values_list("id", flat=True)[:2])
-    job = lifecycle.check_create_job(personas["researcher"], "critique", {"steps": "first"}, {"trajectory_ids": ids})
-    lifecycle.claim(job.pk, "w:1")
-    StepCritique.objects.create(trajectory_id=ids[0], step_index=0, job=job, checkpoint=job.checkpoint,
-                                prompt_id="critic@test", verdict="optimal", parse_ok=True,
-                                record={"predicted_future": "the user is helped", "verdict": "optimal",
-                                        "provenance": {"sampling": {"temperature": 0.0, "top_p": None}}})
-    lifecycle.do_finish(job.pk, "w:1", Job.SUCCEEDED, outputs={"critiques": 1, "verdicts": {"optimal": 1}})
-    return job
-
-
-def crawl(client, start: str = "/", per_shape: int = 3) -> dict[str, str]:
-    """GET pages breadth-first from ``start``: at most ``per_shape`` of each URL shape (ids as N), so the budget
-    covers every kind of page rather than every trajectory."""
-    seen, pages, todo, shapes = {start}, {}, deque([start]), {}
-    while todo and len(pages) < MAX_PAGES:
-        url = todo.popleft()
-        response = client.get(url)
-        if response.status_code != 200 or not response["Content-Type"].startswith("text/html"):
-            continue
-        html = response.content.decode()
-        pages[url] = html
-        for href in re.findall(r'href="(/[^"#?]*)', html):
-            shape = re.sub(r"\d+", "N", href)
-            if href not in seen and not SKIP.search(href) and shapes.get(shape, 0) < per_shape:
-                seen.add(href)
-                shapes[shape] = shapes.get(shape, 0) + 1
-                todo.append(href)
-    return pages
+    return add_finished_job(tau_project, personas["researcher"])
 
 
 @pytest.mark.parametrize("persona", ["researcher", "annotator"])
