@@ -13,7 +13,6 @@ server side: middleware, queries, templates), logged in as an annotator.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -25,9 +24,11 @@ PROJECT = "bench tau-bench airline x500"
 
 
 def build(n_target: int) -> None:
-    from django.db import connection, transaction
+    from django.db import transaction
+    from django.utils import timezone
 
     from nlac_core.formats import read
+    from webapp import bulk
     from webapp.trajectories import convert, search
     from webapp.trajectories.models import Message, Project, Task, Trajectory
     from webapp.trajectories.services.projects import do_get_or_create_project, do_refresh_summary
@@ -41,19 +42,12 @@ def build(n_target: int) -> None:
     Project.objects.filter(pk=project.pk).delete()
     project = do_get_or_create_project(PROJECT, domain="tau-bench-airline")
     records = [i.record for i in read(SHARED / "tau-bench" / "gpt-4o-airline.json")]
-    # Message rows of each source record, without the trajectory id: built once, reused by every copy.
-    msg_cols = ["trajectory_id", "position", "role", "content", "tool_calls", "tool_call_id", "name", "requestor",
-                "turn_idx", "step_index", "meta"]
-    templates = []
-    for r in records:
-        rows = []
-        for m in convert.message_rows(r, 0):
-            rows.append((m.position, m.role, m.content, json.dumps(m.tool_calls), m.tool_call_id, m.name,
-                         m.requestor, m.turn_idx, m.step_index, json.dumps(m.meta)))
-        templates.append(rows)
+    # Message rows of each source record (trajectory id 0), built once and reused by every copy; written by the
+    # importer's bulk loader (webapp/bulk.py).
+    templates = [list(convert.message_values(r, 0)) for r in records]
     documents = [search.document(r) for r in records]
-    table = Message._meta.db_table
-    sql = (f"INSERT INTO {table} ({', '.join(msg_cols)}) VALUES ({', '.join(['%s'] * len(msg_cols))})")
+    trajectories = bulk.Table(Trajectory, convert.TRAJECTORY_COLUMNS)
+    messages = bulk.Table(Message, convert.MESSAGE_COLUMNS)
     copies = -(-n_target // len(records))
     started = time.perf_counter()
     made = 0
@@ -66,19 +60,18 @@ def build(n_target: int) -> None:
                                                      content_hash=f"{c}:{r.task.external_id}",
                                                      **convert.task_fields(r.task))
             Task.objects.bulk_create(tasks.values())
-            rows = []
-            for i, r in enumerate(records[: n_target - made]):
-                row = convert.trajectory_row(r, project, tasks[r.task.external_id], f"bench-{c}-{i}",
-                                             source_format="tau-bench", imported_from="bench", record_index=i)
-                rows.append(row)
-            created = Trajectory.objects.bulk_create(rows, batch_size=500)
-            with connection.cursor() as cur:
-                batch = []
-                for t, tmpl in zip(created, templates, strict=False):
-                    batch.extend((t.pk, *m) for m in tmpl)
-                cur.executemany(sql, batch)
-            search.index((t.pk, doc) for t, doc in zip(created, documents, strict=False))
-            made += len(created)
+            now = timezone.now()
+            chosen = records[: n_target - made]
+            hashes = [f"bench-{c}-{i}" for i in range(len(chosen))]
+            trajectories.load(convert.trajectory_values(
+                r, project.pk, tasks[r.task.external_id].pk, h, source_format="tau-bench", imported_from="bench",
+                record_index=i, import_batch_id=None, created_at=now)
+                for i, (r, h) in enumerate(zip(chosen, hashes, strict=True)))
+            ids = dict(Trajectory.objects.filter(project=project, content_hash__in=hashes)
+                       .values_list("content_hash", "id"))
+            messages.load((ids[h], *m[1:]) for h, tmpl in zip(hashes, templates, strict=False) for m in tmpl)
+            search.index((ids[h], doc) for h, doc in zip(hashes, documents, strict=False))
+            made += len(chosen)
         if c % 50 == 0:
             print(f"  built {made:,} trajectories in {time.perf_counter() - started:.0f}s")
     do_refresh_summary(project)

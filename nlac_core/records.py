@@ -150,11 +150,30 @@ def to_dict(record: TrajectoryRecord) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
+    cls = type(value)
+    if cls is tuple:
+        return [v if type(v) in _AS_IS else _plain(v) for v in value]
+    convert = _CONVERTERS.get(cls)
+    if convert is None:
+        convert = _CONVERTERS[cls] = _converter(cls)
+    return convert(value)
+
+
+# Values that JSON already takes as they are (the values inside meta, arguments and the like are never walked).
+_AS_IS = frozenset({str, int, float, bool, type(None), dict, list})
+_CONVERTERS: dict[type, Any] = {}
+
+
+def _converter(cls: type):
+    """The plain form of one dataclass type as a function written out field by field, made from its fields the way
+    ``dataclasses`` makes ``__init__``: asking ``is_dataclass`` and ``fields`` for each of the ~300 values of a
+    record made hashing it cost more than parsing it. Any other type converts to itself."""
+    if not is_dataclass(cls):
+        return lambda value: value
+    items = ", ".join(f"{f.name!r}: (x if type(x := value.{f.name}) in _AS_IS else _plain(x))" for f in fields(cls))
+    namespace: dict[str, Any] = {}
+    exec(f"def plain(value):\n    return {{{items}}}", {"_AS_IS": _AS_IS, "_plain": _plain}, namespace)  # noqa: S102
+    return namespace["plain"]
 
 
 def from_dict(data: dict[str, Any]) -> TrajectoryRecord:

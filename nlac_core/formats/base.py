@@ -33,16 +33,41 @@ class HugeInteger:
         self.digits = digits
 
 
+# How many numbers the decoder has met that :func:`clean` refuses (NaN, infinities, floats that overflow, integers
+# too long for int()): a reader compares it before and after decoding a record to know whether the record holds
+# any (``decodes_clean``). Only ever grows, so a change seen across a decode is never missed, whatever the threads.
+_odd_numbers = 0
+
+
+def odd_numbers() -> int:
+    return _odd_numbers
+
+
+def _odd(value: Any) -> Any:
+    global _odd_numbers
+    _odd_numbers += 1
+    return value
+
+
 def _parse_int(text: str) -> int | HugeInteger:
     try:
         return int(text)
     except ValueError:
-        return HugeInteger(len(text.lstrip("-")))
+        return _odd(HugeInteger(len(text.lstrip("-"))))
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    return value if math.isfinite(value) else _odd(value)
+
+
+def _parse_constant(name: str) -> float:
+    return _odd(float(name))  # NaN, Infinity, -Infinity: what the json module gives, counted
 
 
 # The one JSON decoder of every format (a JSONL line, a record of a JSON array, a .traj file), so that a value
 # means the same everywhere.
-DECODER = json.JSONDecoder(parse_int=_parse_int)
+DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
 
 
 class FormatError(ValueError):
@@ -195,7 +220,7 @@ def clean(value: Any, ctx: Context, path: str = "") -> Any:
                 elif isinstance(item, (dict, list)):
                     stack.append((item, (link, key), depth + 1))
                 elif isinstance(item, _NUMBERS_TO_CHECK):
-                    _check_number(item, ctx, _spell(path, (link, key)))
+                    _check_number(item, ctx, path, (link, key))
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str):
@@ -203,9 +228,9 @@ def clean(value: Any, ctx: Context, path: str = "") -> Any:
                 elif isinstance(item, (dict, list)):
                     stack.append((item, (link, i), depth + 1))
                 elif isinstance(item, _NUMBERS_TO_CHECK):
-                    _check_number(item, ctx, _spell(path, (link, i)))
+                    _check_number(item, ctx, path, (link, i))
         else:
-            _check_number(node, ctx, _spell(path, link))
+            _check_number(node, ctx, path, link)
     return value
 
 
@@ -228,16 +253,36 @@ def _spell(root: str, link: Any) -> str:
 _NUMBERS_TO_CHECK = (float, HugeInteger)
 
 
-def _check_number(value: Any, ctx: Context, field: str) -> None:
+def _check_number(value: Any, ctx: Context, root: str, link: Any) -> None:
+    """Refuse a number no database stores; the field is spelled out only then."""
     if isinstance(value, float) and not math.isfinite(value):
-        ctx.fail(f"{value} is not a number a database can store", field)
+        ctx.fail(f"{value} is not a number a database can store", _spell(root, link))
     if isinstance(value, HugeInteger):
-        ctx.fail(f"an integer of {value.digits} digits is out of range", field)
+        ctx.fail(f"an integer of {value.digits} digits is out of range", _spell(root, link))
 
 
-def record(raw: Any, ctx: Context, path: str = "") -> Obj:
-    """A top-level record of a file: cleaned, then read through :class:`Obj`."""
-    return Obj(clean(raw, ctx, path), ctx, path)
+# What in a JSON text can put NUL or a lone surrogate into decoded strings: their \\u escapes (text decoded as
+# strict UTF-8 by a decoder that refuses raw control characters holds neither otherwise).
+_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def decodes_clean(text: str, start: int, end: int, numbers_before: int) -> bool:
+    """Whether the JSON in ``text[start:end]``, just decoded by :data:`DECODER` (which had counted
+    ``numbers_before`` odd numbers before), gave values that :func:`clean` would return as they are: no odd
+    number, no escape of NUL or of a surrogate, and too few brackets to nest past MAX_DEPTH. Then the walk over
+    every value, most of the cost of reading a record, can be skipped. Conservative: a record that merely holds
+    many brackets goes through :func:`clean` as before."""
+    if _odd_numbers != numbers_before:
+        return False
+    if text.count("[", start, end) + text.count("{", start, end) > MAX_DEPTH:
+        return False
+    return text.find("\\u", start, end) < 0 or _BAD_ESCAPE.search(text, start, end) is None
+
+
+def record(raw: Any, ctx: Context, path: str = "", *, clean_already: bool = False) -> Obj:
+    """A top-level record of a file: cleaned (unless its text was found to need nothing of :func:`clean`:
+    ``decodes_clean``), then read through :class:`Obj`."""
+    return Obj(raw if clean_already else clean(raw, ctx, path), ctx, path)
 
 
 def loads(text: str | bytes, path: str | Path, where: str) -> Any:
@@ -265,15 +310,21 @@ def first_json_char(head: bytes) -> str:
     return chr(text[0]) if text else ""
 
 
-def stream_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON) for each non-blank line of a JSONL file."""
+def stream_lines(path: str | Path) -> Iterator[tuple[int, Any, bool]]:
+    """(line number, parsed JSON, whether it ``decodes_clean``) for each non-blank line of a JSONL file."""
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if not raw.strip():
                 continue
-            yield lineno, loads(raw, path, f"line {lineno}")
+            try:
+                text = raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                text = raw  # loads names the byte
+            before = odd_numbers()
+            value = loads(text, path, f"line {lineno}")
+            yield lineno, value, isinstance(text, str) and decodes_clean(text, 0, len(text), before)
 
 
 def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
@@ -283,6 +334,7 @@ def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
     if isinstance(raw, str):
         if not raw.strip():
             return {}
+        before = odd_numbers()
         try:
             value = DECODER.decode(raw)
         except json.JSONDecodeError as exc:
@@ -291,7 +343,7 @@ def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:
             ctx.fail(f"tool-call arguments: {TOO_DEEP}", field)
         if not isinstance(value, dict):
             ctx.fail(f"tool-call arguments must be a JSON object, got {_json_type(value)}", field)
-        return clean(value, ctx, field)
+        return value if decodes_clean(raw, 0, len(raw), before) else clean(value, ctx, field)
     ctx.fail(f"expected an object or a JSON string, got {_json_type(raw)}", field)
     raise AssertionError  # unreachable: fail() raises
 

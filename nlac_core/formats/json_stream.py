@@ -23,7 +23,16 @@ from typing import IO, Any
 
 import ijson
 
-from nlac_core.formats.base import DECODER, MAX_DEPTH, TOO_DEEP, FormatError, HugeInteger, short_field
+from nlac_core.formats.base import (
+    DECODER,
+    MAX_DEPTH,
+    TOO_DEEP,
+    FormatError,
+    HugeInteger,
+    decodes_clean,
+    odd_numbers,
+    short_field,
+)
 
 CHUNK = 1 << 20
 _WS = re.compile(r"[ \t\n\r]*")
@@ -85,6 +94,7 @@ class _Window:
         self.fed = 0  # bytes given to the decoder
         self.eof = False
         self.bad_byte: int | None = None  # offset of the first byte that is not UTF-8, once reached
+        self.clean = False  # whether the last value read ``decodes_clean`` (base.clean would change nothing)
         if f.read(3) == codecs.BOM_UTF8:
             self.base = self.fed = 3
         else:
@@ -131,6 +141,7 @@ class _Window:
         """The JSON value at the window's position, read whole."""
         start = self.pos
         while True:
+            numbers_before = odd_numbers()
             try:
                 value, end = DECODER.raw_decode(self.text, start)
             except json.JSONDecodeError as exc:
@@ -155,6 +166,7 @@ class _Window:
                 start = self.pos
                 continue
             self.pos = end
+            self.clean = decodes_clean(self.text, start, end, numbers_before)
             return value
 
     def expect(self, char: str, where: str, after: str) -> None:
@@ -227,30 +239,36 @@ def events(path: str | Path) -> Iterator[tuple[str | None, int | None, Any]]:
     """``(key, index, value)`` through the file: for a top-level array, ``(None, i, item)``; for each member of a
     top-level object, ``(key, None, value)``, or ``(key, None, ARRAY)`` then ``(key, i, item)`` per item."""
     with open(path, "rb") as f:
-        w = _Window(f, path)
-        c = w.peek("top level")
-        if c == "[":
-            w.pos += 1
-            yield from _array(w, None, _label(None))
-        elif c == "{":
-            w.pos += 1
-            yield from _members(w)
-        else:
-            w.fail("top level", "expected a JSON array or object, " + (f"found {c!r}" if c else "the file is empty"))
-        c = w.peek("top level")
-        if c:
-            w.fail(f"byte {w.offset(w.pos)}", f"malformed JSON: {c!r} after the end of the top-level value")
+        yield from _walk(_Window(f, path))
 
 
-def stream_array(path: str | Path, key: str | None = None) -> Iterator[Any]:
-    """Items of the top-level array (``key=None``) or of the array in the top-level member ``key``."""
+def _walk(w: _Window) -> Iterator[tuple[str | None, int | None, Any]]:
+    c = w.peek("top level")
+    if c == "[":
+        w.pos += 1
+        yield from _array(w, None, _label(None))
+    elif c == "{":
+        w.pos += 1
+        yield from _members(w)
+    else:
+        w.fail("top level", "expected a JSON array or object, " + (f"found {c!r}" if c else "the file is empty"))
+    c = w.peek("top level")
+    if c:
+        w.fail(f"byte {w.offset(w.pos)}", f"malformed JSON: {c!r} after the end of the top-level value")
+
+
+def stream_array(path: str | Path, key: str | None = None) -> Iterator[tuple[Any, bool]]:
+    """``(item, whether its text decodes_clean)`` for the items of the top-level array (``key=None``) or of the
+    array in the top-level member ``key``; pass the flag to ``base.record(..., clean_already=...)``."""
     seen = False
-    for k, index, value in events(path):
-        if k == key and index is not None:
-            seen = True
-            yield value
-        elif seen:
-            return  # past the array: the rest of the file is not read
+    with open(path, "rb") as f:
+        w = _Window(f, path)
+        for k, index, value in _walk(w):
+            if k == key and index is not None:
+                seen = True
+                yield value, w.clean
+            elif seen:
+                return  # past the array: the rest of the file is not read
 
 
 def member(path: str | Path, key: str) -> Any:

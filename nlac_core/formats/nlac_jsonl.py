@@ -107,9 +107,9 @@ def parse(rec: Obj) -> TrajectoryRecord:
 
 
 def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
-    for index, (lineno, raw) in enumerate(stream_lines(path)):
+    for index, (lineno, raw, clean) in enumerate(stream_lines(path)):
         ctx = Context(str(path), f"line {lineno}")
-        yield Item(ctx.where, index, parse(record(raw, ctx)))
+        yield Item(ctx.where, index, parse(record(raw, ctx, clean_already=clean)))
 
 
 def loads_all(text: str) -> list[TrajectoryRecord]:

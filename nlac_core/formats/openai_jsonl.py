@@ -45,6 +45,6 @@ def parse_line(rec: Obj, lineno: int, source_model: str) -> TrajectoryRecord:
 
 def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     path = Path(path)
-    for index, (lineno, raw) in enumerate(stream_lines(path)):
+    for index, (lineno, raw, clean) in enumerate(stream_lines(path)):
         ctx = Context(str(path), f"line {lineno}")
-        yield Item(ctx.where, index, parse_line(record(raw, ctx), lineno, source_model))
+        yield Item(ctx.where, index, parse_line(record(raw, ctx, clean_already=clean), lineno, source_model))

@@ -127,14 +127,14 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     info_raw = member(path, "info")
     info = record(info_raw if info_raw is not None else {}, Context(str(path), "info"), "info")
     tasks: dict[str, TaskRecord] = {}
-    for index, raw in enumerate(stream_array(path, "tasks")):
+    for index, (raw, clean) in enumerate(stream_array(path, "tasks")):
         ctx = Context(str(path), f"task {index}")
-        task = parse_task(record(raw, ctx, f"tasks[{index}]"))
+        task = parse_task(record(raw, ctx, f"tasks[{index}]", clean_already=clean))
         tasks[task.external_id] = task
         yield Item(ctx.where, index, task)
-    for index, raw in enumerate(stream_array(path, "simulations")):
+    for index, (raw, clean) in enumerate(stream_array(path, "simulations")):
         ctx = Context(str(path), f"simulation {index}")
-        sim = parse_simulation(record(raw, ctx, f"simulations[{index}]"), tasks, info)
+        sim = parse_simulation(record(raw, ctx, f"simulations[{index}]", clean_already=clean), tasks, info)
         if source_model:
             sim = replace(sim, source_model=source_model)
         yield Item(ctx.where, index, sim)

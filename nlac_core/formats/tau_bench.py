@@ -92,6 +92,6 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     # tau-bench names its files after the model: the name is a label, not part of the episode (not hashed).
     from_file_name = not source_model
     source_model = source_model or path.stem[:200]
-    for index, raw in enumerate(stream_array(path)):
+    for index, (raw, clean) in enumerate(stream_array(path)):
         ctx = Context(str(path), f"record {index}")
-        yield Item(ctx.where, index, parse_record(record(raw, ctx), source_model, from_file_name))
+        yield Item(ctx.where, index, parse_record(record(raw, ctx, clean_already=clean), source_model, from_file_name))

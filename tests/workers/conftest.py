@@ -176,6 +176,8 @@ class OwnRedis:
 def _point_celery_at(url: str) -> None:
     """The web side's Celery app sends to ``url`` from now on (its connection pools are rebuilt on first use).
     The result backend stays where it was: job tasks ignore results, and other tests' ``.get()`` needs it."""
+    from kombu import pools
+
     from workers.celery_app import app
 
     app.conf.broker_url = url
@@ -184,6 +186,9 @@ def _point_celery_at(url: str) -> None:
             pool.force_close_all()
     app._pool = None
     app.amqp._producer_pool = None
+    # kombu keeps producer pools per broker address, process-wide: a pool closed here would be handed out again
+    # the next time this address is used ("Acquire on closed pool"), so forget them all.
+    pools.reset()
 
 
 @pytest.fixture

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from functools import cache
+from operator import attrgetter
 
 from nlac_core.records import Message as MessageRecord
 from nlac_core.records import TaskRecord, ToolCall, TrajectoryRecord
-from webapp.trajectories.models import Message, Project, Task, Trajectory
+from webapp.trajectories.models import Message, Task, Trajectory
 
 PREVIEW_CHARS = 280
 
@@ -15,25 +17,30 @@ def _limit(model, field: str) -> int:
     return model._meta.get_field(field).max_length
 
 
+@cache
+def _limits() -> tuple[tuple, tuple]:
+    """(record-level, per-message) checks as (field, getter, the column's max length), read from the models once."""
+    fields = [("task_id", "task.external_id", Task, "external_id"), ("task.split", "task.split", Task, "split")]
+    fields += [(name, name, Trajectory, name) for name in
+               ("source_model", "source_checkpoint", "user_model", "termination_reason", "external_id")]
+    top = tuple((label, attrgetter(path), _limit(model, column)) for label, path, model, column in fields)
+    per_message = tuple((name, attrgetter(name), _limit(Message, name))
+                        for name in ("tool_call_id", "name", "requestor"))
+    return top, per_message
+
+
 def too_long(record: TrajectoryRecord) -> tuple[str, int] | None:
     """The first value that does not fit its column, as (field, limit); None when all fit.
     PostgreSQL refuses such a row; the importer turns this into an error naming the field."""
-    checks = [
-        ("task_id", record.task.external_id, _limit(Task, "external_id")),
-        ("task.split", record.task.split, _limit(Task, "split")),
-        ("source_model", record.source_model, _limit(Trajectory, "source_model")),
-        ("source_checkpoint", record.source_checkpoint, _limit(Trajectory, "source_checkpoint")),
-        ("user_model", record.user_model, _limit(Trajectory, "user_model")),
-        ("termination_reason", record.termination_reason, _limit(Trajectory, "termination_reason")),
-        ("external_id", record.external_id, _limit(Trajectory, "external_id")),
-    ]
+    top, per_message = _limits()
+    for label, get, limit in top:
+        if len(get(record)) > limit:
+            return label, limit
     for i, m in enumerate(record.messages):
-        checks += [(f"messages[{i}].tool_call_id", m.tool_call_id or "", _limit(Message, "tool_call_id")),
-                   (f"messages[{i}].name", m.name or "", _limit(Message, "name")),
-                   (f"messages[{i}].requestor", m.requestor or "", _limit(Message, "requestor"))]
-    for field, value, limit in checks:
-        if len(value) > limit:
-            return field, limit
+        for label, get, limit in per_message:
+            value = get(m)
+            if value is not None and len(value) > limit:
+                return f"messages[{i}].{label}", limit
     return None
 
 
@@ -58,57 +65,43 @@ def preview_of(record: TrajectoryRecord) -> str:
     return (record.task.instruction or "")[:PREVIEW_CHARS]
 
 
-def trajectory_row(
-    record: TrajectoryRecord, project: Project, task: Task, content_hash: str, **provenance
-) -> Trajectory:
-    return Trajectory(
-        project=project,
-        task=task,
-        trial=record.trial,
-        source_model=record.source_model,
-        source_model_from_file_name=record.source_model_from_file_name,
-        source_checkpoint=record.source_checkpoint,
-        user_model=record.user_model,
-        reward=record.reward,
-        success=record.success,
-        reward_info=record.reward_info,
-        termination_reason=record.termination_reason,
-        error=record.error,
-        cost=record.cost,
-        usage=record.usage,
-        external_id=record.external_id,
-        policy=record.policy,
-        meta=record.meta,
-        content_hash=content_hash,
-        n_messages=len(record.messages),
-        n_steps=sum(1 for m in record.messages if m.is_agent_step),
-        preview=preview_of(record),
-        **provenance,
+# The columns an import writes (webapp.bulk loads them as tuples in this order): every column of the row but the
+# id, which the database gives.
+TRAJECTORY_COLUMNS = (
+    "project_id", "task_id", "trial", "source_model", "source_model_from_file_name", "source_checkpoint",
+    "user_model", "reward", "success", "reward_info", "termination_reason", "error", "cost", "usage",
+    "external_id", "policy", "meta", "content_hash", "source_format", "imported_from", "record_index",
+    "import_batch_id", "created_at", "n_messages", "n_steps", "preview",
+)
+MESSAGE_COLUMNS = ("trajectory_id", "position", "role", "content", "tool_calls", "tool_call_id", "name",
+                   "requestor", "turn_idx", "step_index", "meta")
+
+
+def trajectory_values(record: TrajectoryRecord, project_id: int, task_id: int, content_hash: str, *,
+                      source_format: str, imported_from: str, record_index: int | None, import_batch_id: int | None,
+                      created_at) -> tuple:
+    """A Trajectory row, in TRAJECTORY_COLUMNS order."""
+    messages = record.messages
+    return (
+        project_id, task_id, record.trial, record.source_model, record.source_model_from_file_name,
+        record.source_checkpoint, record.user_model, record.reward, record.success, record.reward_info,
+        record.termination_reason, record.error, record.cost, record.usage, record.external_id, record.policy,
+        record.meta, content_hash, source_format, imported_from, record_index, import_batch_id, created_at,
+        len(messages), sum(1 for m in messages if m.is_agent_step), preview_of(record),
     )
 
 
-def message_rows(record: TrajectoryRecord, trajectory_id: int) -> list[Message]:
-    rows = []
+def message_values(record: TrajectoryRecord, trajectory_id: int) -> Iterator[tuple]:
+    """The trajectory's Message rows, in MESSAGE_COLUMNS order; its agent steps are numbered 0, 1, ..."""
     step = 0
     for position, m in enumerate(record.messages):
         step_index = None
         if m.is_agent_step:
             step_index, step = step, step + 1
-        rows.append(Message(
-            trajectory_id=trajectory_id,
-            position=position,
-            role=m.role,
-            content=m.content,
-            tool_calls=[{"id": tc.id, "name": tc.name, "arguments": tc.arguments, "requestor": tc.requestor}
-                        for tc in m.tool_calls],
-            tool_call_id=m.tool_call_id,
-            name=m.name,
-            requestor=m.requestor,
-            turn_idx=m.turn_idx,
-            step_index=step_index,
-            meta=m.meta,
-        ))
-    return rows
+        yield (trajectory_id, position, m.role, m.content,
+               [{"id": tc.id, "name": tc.name, "arguments": tc.arguments, "requestor": tc.requestor}
+                for tc in m.tool_calls],
+               m.tool_call_id, m.name, m.requestor, m.turn_idx, step_index, m.meta)
 
 
 def task_record(task: Task) -> TaskRecord:
