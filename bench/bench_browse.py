@@ -63,9 +63,9 @@ def build(n_target: int) -> None:
             now = timezone.now()
             chosen = records[: n_target - made]
             hashes = [f"bench-{c}-{i}" for i in range(len(chosen))]
-            trajectories.load(convert.trajectory_values(
-                r, project.pk, tasks[r.task.external_id].pk, h, source_format="tau-bench", imported_from="bench",
-                record_index=i, import_batch_id=None, created_at=now)
+            trajectories.load(convert.in_context(
+                convert.trajectory_values(r, h, source_format="tau-bench", imported_from="bench", record_index=i),
+                project.pk, tasks[r.task.external_id].pk, None, now)
                 for i, (r, h) in enumerate(zip(chosen, hashes, strict=True)))
             ids = dict(Trajectory.objects.filter(project=project, content_hash__in=hashes)
                        .values_list("content_hash", "id"))

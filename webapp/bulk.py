@@ -12,7 +12,7 @@ through the backend's own adapter, the rest as they are. So a bulk-loaded row eq
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from django.db import connection
 from django.db.models import DateTimeField, JSONField, Model
@@ -34,14 +34,11 @@ class Table:
         self._json = tuple(i for i, c in enumerate(columns) if isinstance(by_column[c], JSONField))
         self._datetimes = tuple(i for i, c in enumerate(columns) if isinstance(by_column[c], DateTimeField))
 
-    def _stored(self, rows: Iterable[tuple]) -> Iterable[tuple]:
-        """Each row as the database driver takes it: JSON as text, datetimes adapted."""
-        convert = self._json + self._datetimes
-        if not convert:
-            yield from rows
-            return
-        json_at, dt_at = self._json, self._datetimes
-        adapt = connection.ops.adapt_datetimefield_value if connection.vendor == "sqlite" else None
+    def json_text(self, rows: Iterable[tuple]) -> Iterator[list]:
+        """The rows with each JSONField value as the text Django writes for it (``json.dumps``), which both
+        databases take. Pure: a reader process can do it, leaving ``load(..., json_as_text=True)`` only the
+        writing."""
+        json_at = self._json
         for row in rows:
             row = list(row)
             for i in json_at:
@@ -51,27 +48,38 @@ class Table:
                     # times a file, was a tenth of an import
                     row[i] = ("[]" if type(value) is list else "{}" if type(value) is dict else _dumps(value)) \
                         if not value else _dumps(value)
-            if adapt is not None:
-                for i in dt_at:
-                    row[i] = adapt(row[i])
             yield row
 
-    def load(self, rows: Iterable[tuple]) -> int:
-        """Write the rows in the caller's transaction; returns how many."""
+    def load(self, rows: Iterable[tuple | list], *, json_as_text: bool = False) -> int:
+        """Write the rows in the caller's transaction (their JSON values already text, with ``json_as_text``);
+        returns how many."""
         connection.ensure_connection()
-        n = 0
+        if not json_as_text and self._json:
+            rows = self.json_text(rows)
         if connection.vendor == "postgresql":
+            n = 0
             quoted = ", ".join(connection.ops.quote_name(c) for c in self.columns)
             sql = f"COPY {connection.ops.quote_name(self.name)} ({quoted}) FROM STDIN"
             with connection.cursor() as cur, cur.cursor.copy(sql) as copy:
-                for row in self._stored(rows):
+                for row in rows:
                     copy.write_row(row)
                     n += 1
             return n
         if connection.vendor != "sqlite":
             raise NotImplementedError(f"bulk loading into {connection.vendor}")
+        if self._datetimes:
+            rows = self._adapted(rows)
+        stored = rows if isinstance(rows, list) else list(rows)
         sql = (f'INSERT INTO "{self.name}" ({", ".join(f"{chr(34)}{c}{chr(34)}" for c in self.columns)}) '
                f"VALUES ({', '.join('?' * len(self.columns))})")
-        stored = list(self._stored(rows))
         connection.connection.executemany(sql, stored)  # the raw sqlite3 connection: no per-row wrapping
         return len(stored)
+
+    def _adapted(self, rows: Iterable[tuple | list]) -> Iterator[list]:
+        """SQLite stores a datetime as the text Django's backend makes of it."""
+        adapt, at = connection.ops.adapt_datetimefield_value, self._datetimes
+        for row in rows:
+            row = list(row)
+            for i in at:
+                row[i] = adapt(row[i])
+            yield row

@@ -132,6 +132,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 UPLOAD_DIR = VAR_DIR / "uploads"
 # Uploads larger than this are imported by a job on the cpu queue (the request returns at once).
 NLAC_IMPORT_IN_REQUEST_BYTES = int(os.environ.get("NLAC_IMPORT_IN_REQUEST_BYTES", str(8 * 1024 * 1024)))
+# Reader processes of a big import (webapp/trajectories/services/import_readers.py); 0: the cores, at most 4.
+NLAC_IMPORT_PROCESSES = int(os.environ.get("NLAC_IMPORT_PROCESSES", "0"))
 
 # Where `make run` looks for the demo data, and where models live.
 NLAC_SHARED_DATA = Path(os.environ.get("NLAC_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))

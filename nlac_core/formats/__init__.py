@@ -1,6 +1,6 @@
 """Importers and exporters, one module per external format; see ``registry``."""
 
-from nlac_core.formats.base import FormatError, Item
-from nlac_core.formats.registry import FORMATS, detect, read
+from nlac_core.formats.base import FormatError, Item, Shard
+from nlac_core.formats.registry import FORMATS, detect, read, sharded
 
-__all__ = ["FORMATS", "FormatError", "Item", "detect", "read"]
+__all__ = ["FORMATS", "FormatError", "Item", "Shard", "detect", "read", "sharded"]

@@ -82,6 +82,22 @@ class FormatError(ValueError):
         super().__init__(f"{place}: {message}")
 
 
+@dataclass
+class Shard:
+    """Every ``n``-th item of a file, from the ``k``-th (items counted in the order ``read`` yields them): the part
+    one of ``n`` reader processes of a parallel import parses. A format that takes a shard (``SHARDED = True``)
+    asks ``take()`` once per item, before parsing it, and skips the items that are not its own."""
+
+    k: int = 0
+    n: int = 1
+    seen: int = 0
+
+    def take(self) -> bool:
+        mine = self.seen % self.n == self.k
+        self.seen += 1
+        return mine
+
+
 @dataclass(frozen=True)
 class Item:
     """One thing read from a file, with its place (``record 3``, ``line 12``)."""
@@ -310,13 +326,19 @@ def first_json_char(head: bytes) -> str:
     return chr(text[0]) if text else ""
 
 
-def stream_lines(path: str | Path) -> Iterator[tuple[int, Any, bool]]:
-    """(line number, parsed JSON, whether it ``decodes_clean``) for each non-blank line of a JSONL file."""
+def stream_lines(path: str | Path, shard: Shard | None = None) -> Iterator[tuple[int, int, Any, bool]]:
+    """``(index, line number, parsed JSON, whether it decodes_clean)`` for each non-blank line of a JSONL file, the
+    index counting non-blank lines; with a shard, only its lines are decoded and given."""
+    shard = shard or Shard()
+    index = -1
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if not raw.strip():
+                continue
+            index += 1
+            if not shard.take():
                 continue
             try:
                 text = raw.decode("utf-8-sig")
@@ -324,7 +346,7 @@ def stream_lines(path: str | Path) -> Iterator[tuple[int, Any, bool]]:
                 text = raw  # loads names the byte
             before = odd_numbers()
             value = loads(text, path, f"line {lineno}")
-            yield lineno, value, isinstance(text, str) and decodes_clean(text, 0, len(text), before)
+            yield index, lineno, value, isinstance(text, str) and decodes_clean(text, 0, len(text), before)
 
 
 def parse_arguments(raw: Any, ctx: Context, field: str) -> dict[str, Any]:

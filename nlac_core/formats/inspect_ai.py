@@ -129,7 +129,7 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     require_lists(path, optional=("samples",))
     eval_raw = member(path, "eval")
     eval_info = record(eval_raw, Context(str(path), "eval"), "eval").data
-    for index, (raw, clean) in enumerate(stream_array(path, "samples")):
+    for index, raw, clean in stream_array(path, "samples"):
         ctx = Context(str(path), f"sample {index}")
         yield Item(ctx.where, index, parse_sample(record(raw, ctx, f"samples[{index}]", clean_already=clean), eval_info,
                                                  source_model))

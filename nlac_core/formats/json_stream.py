@@ -29,6 +29,7 @@ from nlac_core.formats.base import (
     TOO_DEEP,
     FormatError,
     HugeInteger,
+    Shard,
     decodes_clean,
     odd_numbers,
     short_field,
@@ -94,7 +95,7 @@ class _Window:
         self.fed = 0  # bytes given to the decoder
         self.eof = False
         self.bad_byte: int | None = None  # offset of the first byte that is not UTF-8, once reached
-        self.clean = False  # whether the last value read ``decodes_clean`` (base.clean would change nothing)
+        self.last = (0, 0, 0)  # (start, end, odd numbers before) of the value last read
         if f.read(3) == codecs.BOM_UTF8:
             self.base = self.fed = 3
         else:
@@ -166,8 +167,13 @@ class _Window:
                 start = self.pos
                 continue
             self.pos = end
-            self.clean = decodes_clean(self.text, start, end, numbers_before)
+            self.last = (start, end, numbers_before)
             return value
+
+    def last_decodes_clean(self) -> bool:
+        """Whether the value last read ``decodes_clean`` (asked only of the values a reader parses)."""
+        start, end, numbers_before = self.last
+        return decodes_clean(self.text, start, end, numbers_before)
 
     def expect(self, char: str, where: str, after: str) -> None:
         got = self.peek(where)
@@ -257,16 +263,20 @@ def _walk(w: _Window) -> Iterator[tuple[str | None, int | None, Any]]:
         w.fail(f"byte {w.offset(w.pos)}", f"malformed JSON: {c!r} after the end of the top-level value")
 
 
-def stream_array(path: str | Path, key: str | None = None) -> Iterator[tuple[Any, bool]]:
-    """``(item, whether its text decodes_clean)`` for the items of the top-level array (``key=None``) or of the
-    array in the top-level member ``key``; pass the flag to ``base.record(..., clean_already=...)``."""
+def stream_array(path: str | Path, key: str | None = None,
+                 shard: Shard | None = None) -> Iterator[tuple[int, Any, bool]]:
+    """``(index, item, whether its text decodes_clean)`` for the items of the top-level array (``key=None``) or of
+    the array in the top-level member ``key``; pass the flag to ``base.record(..., clean_already=...)``. With a
+    shard, only its items (every item is still decoded: its end is where the next one starts)."""
     seen = False
+    shard = shard or Shard()
     with open(path, "rb") as f:
         w = _Window(f, path)
         for k, index, value in _walk(w):
             if k == key and index is not None:
                 seen = True
-                yield value, w.clean
+                if shard.take():
+                    yield index, value, w.last_decodes_clean()
             elif seen:
                 return  # past the array: the rest of the file is not read
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from nlac_core.formats.base import Context, Item, Obj, first_json_char, record, stream_lines
+from nlac_core.formats.base import Context, Item, Obj, Shard, first_json_char, record, stream_lines
 from nlac_core.formats.json_stream import first_member
 from nlac_core.records import (
     REQUESTORS,
@@ -106,8 +106,11 @@ def parse(rec: Obj) -> TrajectoryRecord:
     )
 
 
-def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
-    for index, (lineno, raw, clean) in enumerate(stream_lines(path)):
+SHARDED = True
+
+
+def read(path: str | Path, source_model: str = "", shard: Shard | None = None) -> Iterator[Item]:
+    for index, lineno, raw, clean in stream_lines(path, shard):
         ctx = Context(str(path), f"line {lineno}")
         yield Item(ctx.where, index, parse(record(raw, ctx, clean_already=clean)))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from nlac_core.formats.base import Context, Item, Obj, record, stream_lines
+from nlac_core.formats.base import Context, Item, Obj, Shard, record, stream_lines
 from nlac_core.formats.openai_chat import parse_message
 from nlac_core.records import TaskRecord, TrajectoryRecord
 
@@ -43,8 +43,11 @@ def parse_line(rec: Obj, lineno: int, source_model: str) -> TrajectoryRecord:
     )
 
 
-def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
+SHARDED = True
+
+
+def read(path: str | Path, source_model: str = "", shard: Shard | None = None) -> Iterator[Item]:
     path = Path(path)
-    for index, (lineno, raw, clean) in enumerate(stream_lines(path)):
+    for index, lineno, raw, clean in stream_lines(path, shard):
         ctx = Context(str(path), f"line {lineno}")
         yield Item(ctx.where, index, parse_line(record(raw, ctx, clean_already=clean), lineno, source_model))

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import ModuleType
 
 from nlac_core.formats import inspect_ai, nlac_jsonl, openai_jsonl, swe_agent, tau2_bench, tau_bench
-from nlac_core.formats.base import FormatError, Item, head_bytes
+from nlac_core.formats.base import FormatError, Item, Shard, head_bytes
 
 HEAD_BYTES = 65536  # what the sniffers see of a file
 
@@ -30,9 +30,21 @@ def detect(path: str | Path) -> str:
     raise FormatError(path, "", f"could not detect the format; pass one of: {', '.join(FORMATS)}")
 
 
-def read(path: str | Path, fmt: str | None = None, source_model: str = "") -> Iterator[Item]:
-    """Items (tasks and trajectories) of a file, streamed. ``fmt`` overrides detection."""
+def read(path: str | Path, fmt: str | None = None, source_model: str = "",
+         shard: Shard | None = None) -> Iterator[Item]:
+    """Items (tasks and trajectories) of a file, streamed. ``fmt`` overrides detection. With a shard (a format that
+    is ``sharded``), only that shard's items."""
     name = fmt or detect(path)
     if name not in FORMATS:
         raise FormatError(path, "", f"unknown format {name!r}; known: {', '.join(FORMATS)}")
-    yield from FORMATS[name].read(path, source_model=source_model)
+    if shard is None:
+        yield from FORMATS[name].read(path, source_model=source_model)
+    elif sharded(name):
+        yield from FORMATS[name].read(path, source_model=source_model, shard=shard)
+    else:
+        raise ValueError(f"{name} files are read by one process: they take no shard")
+
+
+def sharded(fmt: str) -> bool:
+    """Whether several processes can read a file of this format together, each its own items (``base.Shard``)."""
+    return getattr(FORMATS.get(fmt), "SHARDED", False)

@@ -17,6 +17,7 @@ from nlac_core.formats.base import (
     Context,
     Item,
     Obj,
+    Shard,
     content_text,
     first_json_char,
     head_bytes,
@@ -118,8 +119,12 @@ def parse_simulation(sim: Obj, tasks: dict[str, TaskRecord], info: Obj) -> Traje
     )
 
 
-def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
+SHARDED = True
+
+
+def read(path: str | Path, source_model: str = "", shard: Shard | None = None) -> Iterator[Item]:
     path = Path(path)
+    shard = shard or Shard()
     if first_json_char(head_bytes(path)) != "{":
         Context(str(path), "top level").fail(
             "expected a tau2-bench results object {timestamp, info, tasks, simulations}")
@@ -127,12 +132,13 @@ def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
     info_raw = member(path, "info")
     info = record(info_raw if info_raw is not None else {}, Context(str(path), "info"), "info")
     tasks: dict[str, TaskRecord] = {}
-    for index, (raw, clean) in enumerate(stream_array(path, "tasks")):
+    for index, raw, clean in stream_array(path, "tasks"):
         ctx = Context(str(path), f"task {index}")
         task = parse_task(record(raw, ctx, f"tasks[{index}]", clean_already=clean))
-        tasks[task.external_id] = task
-        yield Item(ctx.where, index, task)
-    for index, (raw, clean) in enumerate(stream_array(path, "simulations")):
+        tasks[task.external_id] = task  # every reader needs every task: its simulations name them
+        if shard.take():
+            yield Item(ctx.where, index, task)
+    for index, raw, clean in stream_array(path, "simulations", shard):
         ctx = Context(str(path), f"simulation {index}")
         sim = parse_simulation(record(raw, ctx, f"simulations[{index}]", clean_already=clean), tasks, info)
         if source_model:

@@ -16,6 +16,7 @@ from nlac_core.formats.base import (
     FormatError,
     Item,
     Obj,
+    Shard,
     first_json_char,
     head_bytes,
     record,
@@ -85,13 +86,16 @@ def parse_record(rec: Obj, source_model: str, from_file_name: bool = False) -> T
     )
 
 
-def read(path: str | Path, source_model: str = "") -> Iterator[Item]:
+SHARDED = True
+
+
+def read(path: str | Path, source_model: str = "", shard: Shard | None = None) -> Iterator[Item]:
     path = Path(path)
     if first_json_char(head_bytes(path)) != "[":
         raise FormatError(path, "top level", "expected a JSON array of tau-bench EnvRunResult records")
     # tau-bench names its files after the model: the name is a label, not part of the episode (not hashed).
     from_file_name = not source_model
     source_model = source_model or path.stem[:200]
-    for index, (raw, clean) in enumerate(stream_array(path)):
+    for index, raw, clean in stream_array(path, shard=shard):
         ctx = Context(str(path), f"record {index}")
         yield Item(ctx.where, index, parse_record(record(raw, ctx, clean_already=clean), source_model, from_file_name))

@@ -47,10 +47,10 @@ def saved_by_the_orm(path, name: str):
         record = item.record
         if not hasattr(record, "messages"):
             continue
-        values = convert.trajectory_values(
-            record, project.pk, tasks[(record.task.external_id, record.task.content_hash())].pk,
-            record.content_hash(), source_format=read_format(path), imported_from=path.name,
-            record_index=item.index, import_batch_id=batch.pk, created_at=now)
+        values = convert.in_context(
+            convert.trajectory_values(record, record.content_hash(), source_format=read_format(path),
+                                      imported_from=path.name, record_index=item.index),
+            project.pk, tasks[(record.task.external_id, record.task.content_hash())].pk, batch.pk, now)
         trajectory = Trajectory.objects.bulk_create([Trajectory(**dict(zip(convert.TRAJECTORY_COLUMNS, values,
                                                                            strict=True)))])[0]
         Message.objects.bulk_create([Message(**dict(zip(convert.MESSAGE_COLUMNS, m, strict=True)))

@@ -66,29 +66,35 @@ def preview_of(record: TrajectoryRecord) -> str:
 
 
 # The columns an import writes (webapp.bulk loads them as tuples in this order): every column of the row but the
-# id, which the database gives.
-TRAJECTORY_COLUMNS = (
-    "project_id", "task_id", "trial", "source_model", "source_model_from_file_name", "source_checkpoint",
-    "user_model", "reward", "success", "reward_info", "termination_reason", "error", "cost", "usage",
-    "external_id", "policy", "meta", "content_hash", "source_format", "imported_from", "record_index",
-    "import_batch_id", "created_at", "n_messages", "n_steps", "preview",
+# id, which the database gives. A trajectory's first four say where it is stored (filled in by the writer); the
+# rest come from its record alone (made by a reader, perhaps in another process).
+CONTEXT_COLUMNS = ("project_id", "task_id", "import_batch_id", "created_at")
+TRAJECTORY_COLUMNS = CONTEXT_COLUMNS + (
+    "trial", "source_model", "source_model_from_file_name", "source_checkpoint", "user_model", "reward", "success",
+    "reward_info", "termination_reason", "error", "cost", "usage", "external_id", "policy", "meta", "content_hash",
+    "source_format", "imported_from", "record_index", "n_messages", "n_steps", "preview",
 )
 MESSAGE_COLUMNS = ("trajectory_id", "position", "role", "content", "tool_calls", "tool_call_id", "name",
                    "requestor", "turn_idx", "step_index", "meta")
 
 
-def trajectory_values(record: TrajectoryRecord, project_id: int, task_id: int, content_hash: str, *,
-                      source_format: str, imported_from: str, record_index: int | None, import_batch_id: int | None,
-                      created_at) -> tuple:
-    """A Trajectory row, in TRAJECTORY_COLUMNS order."""
+def trajectory_values(record: TrajectoryRecord, content_hash: str, *, source_format: str, imported_from: str,
+                      record_index: int | None) -> tuple:
+    """A Trajectory row in TRAJECTORY_COLUMNS order, its CONTEXT_COLUMNS left None (``in_context`` fills them)."""
     messages = record.messages
     return (
-        project_id, task_id, record.trial, record.source_model, record.source_model_from_file_name,
-        record.source_checkpoint, record.user_model, record.reward, record.success, record.reward_info,
-        record.termination_reason, record.error, record.cost, record.usage, record.external_id, record.policy,
-        record.meta, content_hash, source_format, imported_from, record_index, import_batch_id, created_at,
-        len(messages), sum(1 for m in messages if m.is_agent_step), preview_of(record),
+        None, None, None, None,
+        record.trial, record.source_model, record.source_model_from_file_name, record.source_checkpoint,
+        record.user_model, record.reward, record.success, record.reward_info, record.termination_reason,
+        record.error, record.cost, record.usage, record.external_id, record.policy, record.meta, content_hash,
+        source_format, imported_from, record_index, len(messages), sum(1 for m in messages if m.is_agent_step),
+        preview_of(record),
     )
+
+
+def in_context(row: tuple | list, project_id: int, task_id: int, import_batch_id: int | None, created_at) -> tuple:
+    """A row of ``trajectory_values`` with the CONTEXT_COLUMNS filled in."""
+    return (project_id, task_id, import_batch_id, created_at, *row[len(CONTEXT_COLUMNS):])
 
 
 def message_values(record: TrajectoryRecord, trajectory_id: int) -> Iterator[tuple]:

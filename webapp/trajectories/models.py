@@ -87,8 +87,10 @@ class ImportBatch(models.Model):
 
 
 class Trajectory(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trajectories")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories")
+    # No index of their own: traj_project_id (project, id) and traj_task_id (task, id) lead with them, and an
+    # import writes every index of every row it adds.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trajectories", db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories", db_index=False)
     trial = models.IntegerField(default=0)
     source_model = models.CharField(max_length=200, blank=True)
     source_model_from_file_name = models.BooleanField(default=False)  # a label only: not in the content hash
@@ -143,7 +145,8 @@ class Message(models.Model):
     (trajectory.content_hash, step_index) is the step's stable identity
     (``nlac_core.records.step_uid``) that critiques and refinements attach to."""
 
-    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: message_unique_position (trajectory, position) leads with it.
+    trajectory = models.ForeignKey(Trajectory, on_delete=models.CASCADE, related_name="messages", db_index=False)
     position = models.IntegerField()
     role = models.CharField(max_length=20)
     content = models.TextField(null=True, blank=True)

@@ -15,22 +15,27 @@ import hashlib
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from nlac_core.formats import FormatError, detect, read
-from nlac_core.records import TaskRecord, TrajectoryRecord
-from webapp import bulk
+from nlac_core.formats import FormatError, Item, detect
+from nlac_core.records import TrajectoryRecord
 from webapp.trajectories import convert, search
-from webapp.trajectories.models import ImportBatch, Message, Project, Task, Trajectory
+from webapp.trajectories.models import ImportBatch, Project, Task, Trajectory
+from webapp.trajectories.services.import_readers import (
+    MESSAGES,
+    TRAJECTORIES,
+    Prepared,
+    ReaderFailed,
+    prepare,
+    prepared_items,
+)
 from webapp.trajectories.services.projects import do_refresh_summary
 
-TRAJECTORY_BATCH = 500  # records parsed, then written together (their messages in one bulk load)
-TRAJECTORIES = bulk.Table(Trajectory, convert.TRAJECTORY_COLUMNS)
-MESSAGES = bulk.Table(Message, convert.MESSAGE_COLUMNS)
+TRAJECTORY_BATCH = 500  # records read, then written together (their messages in one bulk load)
 
 
 @dataclass
@@ -64,77 +69,70 @@ def file_sha256(path: Path) -> str:
 
 
 class _Writer:
-    """Buffers trajectories and writes them in batches inside the file's transaction."""
+    """Takes prepared items (``import_readers``) and writes them in batches inside the file's transaction: skips the
+    episodes already stored, creates the new tasks, then bulk-loads trajectories, messages and search documents."""
 
-    def __init__(self, project: Project, batch: ImportBatch, display_name: str, fmt: str):
+    def __init__(self, project: Project, batch: ImportBatch):
         self.project = project
         self.batch = batch
-        self.display_name = display_name
-        self.fmt = fmt
         self.tasks: dict[tuple[str, str], int] = {  # (external id, content hash) -> task id
             (external_id, content_hash): pk for external_id, content_hash, pk in
             Task.objects.filter(project=project).values_list("external_id", "content_hash", "id")}
-        self.pending: list[tuple[int, TrajectoryRecord, str]] = []
-        self.earlier: dict[str, str] = {}  # content hash -> the hash an earlier version stored for that episode
-        # only tau-bench rows stored without the flag can hold such a hash: otherwise hash each record once
-        self.legacy = Trajectory.objects.filter(project=project, source_format="tau-bench",
-                                                source_model_from_file_name=False).exists()
+        self.pending: list[Prepared] = []
         self.seen_hashes: set[str] = set()
 
-    def task_ids(self, records: list[TaskRecord]) -> list[int]:
-        """The stored task of each record, the new ones created together."""
-        keys = [(record.external_id, record.content_hash()) for record in records]
+    def legacy(self) -> bool:
+        """Whether this project may hold tau-bench episodes under the hash an earlier version gave them (their
+        label in it): only then is the second hash worth making."""
+        return Trajectory.objects.filter(project=self.project, source_format="tau-bench",
+                                         source_model_from_file_name=False).exists()
+
+    def task_ids(self, items: list[Prepared]) -> list[int]:
+        """The stored task of each item, the new ones created together."""
         new = {}
-        for key, record in zip(keys, records, strict=True):
-            if key not in self.tasks and key not in new:
-                new[key] = Task(project=self.project, external_id=key[0], content_hash=key[1],
-                                **convert.task_fields(record))
+        for item in items:
+            if item.task_key not in self.tasks and item.task_key not in new:
+                new[item.task_key] = Task(project=self.project, external_id=item.task_key[0],
+                                          content_hash=item.task_key[1], **convert.task_fields(item.task))
         for key, task in zip(new, Task.objects.bulk_create(new.values()), strict=True):
             self.tasks[key] = task.pk
         self.batch.n_tasks += len(new)
-        return [self.tasks[key] for key in keys]
+        return [self.tasks[item.task_key] for item in items]
 
-    def add(self, index: int, record: TrajectoryRecord) -> None:
+    def add(self, item: Prepared) -> None:
         self.batch.n_records += 1
-        h = record.content_hash()
-        if record.source_model_from_file_name and self.legacy:
-            # Before file names left the hash, this episode was stored under a hash that included its label.
-            self.earlier[h] = replace(record, source_model_from_file_name=False).content_hash()
-        self.pending.append((index, record, h))
+        self.pending.append(item)
         if len(self.pending) >= TRAJECTORY_BATCH:
             self.flush()
 
     def flush(self) -> None:
         if not self.pending:
             return
-        hashes = [h for _, _, h in self.pending]
-        hashes += [self.earlier[h] for h in hashes if h in self.earlier]
+        hashes = [item.content_hash for item in self.pending]
+        hashes += [item.earlier for item in self.pending if item.earlier]
         existing = set(Trajectory.objects.filter(project=self.project, content_hash__in=hashes)
                        .values_list("content_hash", flat=True))
         fresh = []
-        for index, record, h in self.pending:
-            if h in existing or h in self.seen_hashes or self.earlier.get(h) in existing:
+        for item in self.pending:
+            if item.content_hash in existing or item.content_hash in self.seen_hashes or item.earlier in existing:
                 self.batch.n_skipped += 1
                 continue
-            self.seen_hashes.add(h)
-            fresh.append((index, record, h))
+            self.seen_hashes.add(item.content_hash)
+            fresh.append(item)
         self.pending = []
-        self.earlier = {}
         if not fresh:
             return
-        tasks = self.task_ids([record.task for _, record, _ in fresh])  # before the load: no query during a COPY
-        now = timezone.now()
-        TRAJECTORIES.load(convert.trajectory_values(
-            record, self.project.pk, task, h, source_format=self.fmt, imported_from=self.display_name,
-            record_index=index, import_batch_id=self.batch.pk, created_at=now)
-            for (index, record, h), task in zip(fresh, tasks, strict=True))
-        ids = dict(Trajectory.objects.filter(project=self.project, content_hash__in=[h for _, _, h in fresh])
+        tasks = self.task_ids(fresh)  # before the load: no query while a COPY runs
+        project, batch, now = self.project.pk, self.batch.pk, timezone.now()
+        TRAJECTORIES.load((convert.in_context(item.trajectory, project, task, batch, now)
+                           for item, task in zip(fresh, tasks, strict=True)), json_as_text=True)
+        ids = dict(Trajectory.objects.filter(project=self.project, content_hash__in=[i.content_hash for i in fresh])
                    .values_list("content_hash", "id"))
-        self.batch.n_messages += MESSAGES.load(row for _, record, h in fresh
-                                               for row in convert.message_values(record, ids[h]))
-        search.index((ids[h], search.document(record)) for _, record, h in fresh)
+        self.batch.n_messages += MESSAGES.load(((ids[item.content_hash], *row[1:]) for item in fresh
+                                                for row in item.messages), json_as_text=True)
+        search.index((ids[item.content_hash], item.document) for item in fresh)
         self.batch.n_added += len(fresh)
-        gc.collect(0)
+        gc.collect(0)  # the cycles a batch's queries leave (see _no_cycle_collector)
 
 
 @contextmanager
@@ -181,18 +179,18 @@ def do_import_file(
             batch.requested_format = fmt or ""
             batch.source_model = source_model
             batch.save()
-            writer = _Writer(project, batch, display_name, batch.format)
-            for item in read(path, batch.format, source_model=source_model):
+            writer = _Writer(project, batch)
+            for item in prepared_items(path, batch.format, source_model, legacy=writer.legacy(),
+                                       imported_from=display_name):
                 where = item.where
-                if isinstance(item.record, TaskRecord):
-                    writer.task_ids([item.record])
-                else:
-                    overflow = convert.too_long(item.record)
-                    if overflow is not None:
-                        raise FormatError(path, item.where, f"longer than {overflow[1]} characters", overflow[0])
-                    writer.add(item.index, item.record)
-                    if on_progress is not None:
-                        on_progress(1)
+                if item.content_hash is None:  # a task of the file
+                    writer.task_ids([item])
+                    continue
+                if item.too_long is not None:
+                    raise FormatError(path, item.where, f"longer than {item.too_long[1]} characters", item.too_long[0])
+                writer.add(item)
+                if on_progress is not None:
+                    on_progress(1)
             writer.flush()
             batch.duration_s = time.monotonic() - started
             batch.save()
@@ -203,7 +201,8 @@ def do_import_file(
             error = str(exc)
         else:
             near = f", near {where}" if where else ""
-            error = f"{display_name}{near}: could not be stored ({type(exc).__name__}: {exc})"
+            kind = exc.kind if isinstance(exc, ReaderFailed) else type(exc).__name__
+            error = f"{display_name}{near}: could not be stored ({kind}: {exc})"
         batch.pk = None  # the row saved inside the rolled-back transaction is gone
         batch.status = ImportBatch.FAILED
         batch.error = error
@@ -231,9 +230,10 @@ def do_store_records(project: Project, records: list[TrajectoryRecord], display_
                              "characters")
     with transaction.atomic():
         batch.save()
-        writer = _Writer(project, batch, display_name, fmt)
+        writer = _Writer(project, batch)
+        legacy = writer.legacy()
         for index, record in enumerate(records):
-            writer.add(index, record)
+            writer.add(prepare(Item("", index, record), legacy=legacy, source_format=fmt, imported_from=display_name))
         writer.flush()
         batch.duration_s = time.monotonic() - started
         batch.save()
