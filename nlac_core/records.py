@@ -134,6 +134,28 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+# Encoding a long text once, not once per record: a run's policy (a few thousand characters) is in every one of its
+# episodes, as their `policy` and as their system message, a third of what an export encodes.
+MARK = "\x00nlac-repeated\x00"  # stands for the text while the rest is encoded
+_ENCODED: dict[str, str] = {}
+
+
+def encode_sparing(encode, value: Any, marked: Any, text: str, times: int) -> str:
+    """``encode(value)`` (a JSON encoder with ``ensure_ascii=False``), made as ``encode(marked)``, ``marked`` being
+    ``value`` with ``times`` of its strings equal to ``text`` replaced by MARK, and the text's encoding, made once,
+    put back in their place. Should anything else encode like MARK, ``encode(value)`` is made as it is."""
+    out = encode(marked)
+    mark = json.dumps(MARK, ensure_ascii=False)
+    if out.count(mark) != times:
+        return encode(value)
+    encoded = _ENCODED.get(text)
+    if encoded is None:
+        if len(_ENCODED) > 16:
+            _ENCODED.clear()
+        encoded = _ENCODED[text] = json.dumps(text, ensure_ascii=False)
+    return out.replace(mark, encoded)
+
+
 def to_dict(record: TrajectoryRecord) -> dict[str, Any]:
     """Plain-JSON form of a record (tuples become lists).
 

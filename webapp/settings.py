@@ -134,6 +134,8 @@ UPLOAD_DIR = VAR_DIR / "uploads"
 NLAC_IMPORT_IN_REQUEST_BYTES = int(os.environ.get("NLAC_IMPORT_IN_REQUEST_BYTES", str(8 * 1024 * 1024)))
 # Reader processes of a big import (webapp/trajectories/services/import_readers.py); 0: the cores, at most 4.
 NLAC_IMPORT_PROCESSES = int(os.environ.get("NLAC_IMPORT_PROCESSES", "0"))
+# Processes of a big export of trajectories (webapp/trajectories/services/exports.py); 0: the cores, at most 4.
+NLAC_EXPORT_PROCESSES = int(os.environ.get("NLAC_EXPORT_PROCESSES", "0"))
 
 # Where `make run` looks for the demo data, and where models live.
 NLAC_SHARED_DATA = Path(os.environ.get("NLAC_SHARED_DATA", BASE_DIR.parent / "shared" / "data"))

@@ -84,18 +84,23 @@ class FormatError(ValueError):
 
 @dataclass
 class Shard:
-    """Every ``n``-th item of a file, from the ``k``-th (items counted in the order ``read`` yields them): the part
-    one of ``n`` reader processes of a parallel import parses. A format that takes a shard (``SHARDED = True``)
-    asks ``take()`` once per item, before parsing it, and skips the items that are not its own."""
+    """The part of a file one of ``n`` reader processes parses: blocks of ``block`` items dealt round robin, block
+    ``i`` to reader ``i mod n`` (items counted in the order ``read`` yields them). A format that takes a shard
+    (``SHARDED = True``) asks ``take()`` once per item, before parsing it, and skips the items that are not its
+    own; ``block_of_last()`` says which block the item just taken is in."""
 
     k: int = 0
     n: int = 1
+    block: int = 1
     seen: int = 0
 
     def take(self) -> bool:
-        mine = self.seen % self.n == self.k
+        mine = (self.seen // self.block) % self.n == self.k
         self.seen += 1
         return mine
+
+    def block_of_last(self) -> int:
+        return (self.seen - 1) // self.block
 
 
 @dataclass(frozen=True)

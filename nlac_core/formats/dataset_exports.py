@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from nlac_core.datasets import SPLITS, as_messages, as_prompt_completion
 from nlac_core.formats import nlac_jsonl
-from nlac_core.records import from_dict
+from nlac_core.records import MARK, encode_sparing
 
 SFT_FORMATS = ("jsonl", "jsonl-prompt-completion", "parquet", "hf")
 TRAJECTORY_FORMATS = ("nlac-jsonl", "tau-bench", "jsonl")
@@ -144,7 +144,7 @@ def write_trajectories_jsonl(records: Iterable[Mapping[str, Any]], out: IO[str],
                              progress: Progress | None = None) -> int:
     n = 0
     for record in _count(records, progress):
-        out.write(nlac_jsonl.dumps(from_dict(dict(record))) + "\n")
+        out.write(nlac_jsonl.dumps_plain(record) + "\n")
         n += 1
     return n
 
@@ -219,9 +219,24 @@ def tau_bench_result(record: Mapping[str, Any]) -> dict[str, Any]:
 def write_tau_bench(records: Iterable[Mapping[str, Any]], out: IO[str], progress: Progress | None = None) -> int:
     """A JSON array written element by element (never the whole array in memory)."""
     n = 0
-    out.write("[")
+    out.write(TAU_BENCH_OPEN)
     for record in _count(records, progress):
-        out.write(("," if n else "") + "\n" + _dumps(tau_bench_result(record)))
+        out.write(("," if n else "") + tau_bench_element(record))
         n += 1
-    out.write("\n]\n")
+    out.write(TAU_BENCH_CLOSE)
     return n
+
+
+# A tau-bench file is TAU_BENCH_OPEN, its elements joined by ",", then TAU_BENCH_CLOSE: runs of elements made apart
+# (by several processes) join the same way.
+TAU_BENCH_OPEN, TAU_BENCH_CLOSE = "[", "\n]\n"
+
+
+def tau_bench_element(record: Mapping[str, Any]) -> str:
+    result = tau_bench_result(record)
+    traj = result["traj"]
+    policy = traj[0].get("content") if traj and traj[0].get("role") == "system" else None
+    if not isinstance(policy, str) or len(policy) < nlac_jsonl.LONG:
+        return "\n" + _dumps(result)
+    marked = {**result, "traj": [{**traj[0], "content": MARK}, *traj[1:]]}
+    return "\n" + encode_sparing(_dumps, result, marked, policy, 1)

@@ -15,6 +15,7 @@ from typing import IO
 from nlac_core.formats.base import Context, Item, Obj, Shard, first_json_char, record, stream_lines
 from nlac_core.formats.json_stream import first_member
 from nlac_core.records import (
+    MARK,
     REQUESTORS,
     ROLES,
     Message,
@@ -22,6 +23,7 @@ from nlac_core.records import (
     ToolCall,
     TrajectoryRecord,
     canonical_json,
+    encode_sparing,
     to_dict,
 )
 
@@ -41,7 +43,21 @@ def sniff(head: bytes, path: Path) -> bool:
 
 
 def dumps(trajectory: TrajectoryRecord) -> str:
-    return canonical_json({"schema": SCHEMA, **to_dict(trajectory)})
+    return dumps_plain(to_dict(trajectory))
+
+
+LONG = 1024  # a policy this long is encoded once per run (records.encode_sparing)
+
+
+def dumps_plain(data: dict) -> str:
+    """The line of a trajectory given in its ``to_dict`` form (what a snapshot stores, what exports read)."""
+    line = {"schema": SCHEMA, **data}
+    policy = data.get("policy") or ""
+    if len(policy) < LONG:
+        return canonical_json(line)
+    messages = [{**m, "content": MARK} if m.get("content") == policy else m for m in data["messages"]]
+    times = 1 + sum(m["content"] is MARK for m in messages)
+    return encode_sparing(canonical_json, line, {**line, "policy": MARK, "messages": messages}, policy, times)
 
 
 def write(records: Iterable[TrajectoryRecord], out: IO[str]) -> int:

@@ -110,6 +110,44 @@ def message_values(record: TrajectoryRecord, trajectory_id: int) -> Iterator[tup
                m.tool_call_id, m.name, m.requestor, m.turn_idx, step_index, m.meta)
 
 
+# What ``plain_trajectory`` reads: columns of a Trajectory, its Task and its Messages (in position order).
+PLAIN_TRAJECTORY_COLUMNS = (
+    "id", "task_id", "trial", "source_model", "source_checkpoint", "user_model", "reward", "reward_info",
+    "termination_reason", "error", "cost", "usage", "external_id", "policy", "meta", "source_model_from_file_name",
+)
+PLAIN_TASK_COLUMNS = ("id", "external_id", "instruction", "gold_actions", "gold_outputs", "gold_answer", "split",
+                      "meta")
+PLAIN_MESSAGE_COLUMNS = ("trajectory_id", "role", "content", "tool_calls", "tool_call_id", "name", "requestor",
+                         "turn_idx", "meta")
+
+
+def plain_trajectory(row: tuple, task: tuple, messages: list[tuple]) -> dict:
+    """``records.to_dict(trajectory_record(...))`` of a stored trajectory, made straight from its row
+    (PLAIN_TRAJECTORY_COLUMNS), its task's (PLAIN_TASK_COLUMNS) and its messages' (PLAIN_MESSAGE_COLUMNS), JSON
+    already decoded, without a model instance or a record on the way: what exports and snapshot builds read, 10,000
+    trajectories at a time (tests/webapp/test_export_plain.py checks it against the records, field by field)."""
+    (_, _, trial, source_model, source_checkpoint, user_model, reward, reward_info, termination_reason, error, cost,
+     usage, external_id, policy, meta, from_file_name) = row
+    _, task_id, instruction, gold_actions, gold_outputs, gold_answer, split, task_meta = task
+    data = {
+        "task": {"external_id": task_id, "instruction": instruction, "gold_actions": list(gold_actions),
+                 "gold_outputs": list(gold_outputs), "gold_answer": gold_answer, "split": split, "meta": task_meta},
+        "messages": [
+            {"role": role, "content": content,
+             "tool_calls": [{"id": tc["id"], "name": tc["name"], "arguments": tc["arguments"],
+                             "requestor": tc.get("requestor", "assistant")} for tc in tool_calls],
+             "tool_call_id": tool_call_id, "name": name, "requestor": requestor, "turn_idx": turn_idx, "meta": m_meta}
+            for _, role, content, tool_calls, tool_call_id, name, requestor, turn_idx, m_meta in messages],
+        "trial": trial, "source_model": source_model, "source_checkpoint": source_checkpoint, "user_model": user_model,
+        "reward": None if reward is None else float(reward), "reward_info": reward_info,
+        "termination_reason": termination_reason, "error": error, "cost": None if cost is None else float(cost),
+        "usage": usage, "external_id": external_id, "policy": policy, "meta": meta,
+    }
+    if from_file_name:  # SQLite gives 1 for true
+        data["source_model_from_file_name"] = True
+    return data
+
+
 def task_record(task: Task) -> TaskRecord:
     return TaskRecord(
         external_id=task.external_id,

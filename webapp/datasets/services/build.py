@@ -23,7 +23,7 @@ from nlac_core.actions import render_action
 from nlac_core.bellman import generic_policy_prompt
 from nlac_core.critic import render_futures
 from nlac_core.outputs import from_json
-from nlac_core.records import ToolCall, to_dict
+from nlac_core.records import ToolCall
 from nlac_core.state import step_of
 from webapp.annotation.models import Annotation
 from webapp.annotation.services.queues import step_pairs
@@ -32,7 +32,7 @@ from webapp.datasets.models import Dataset, Snapshot, SnapshotRecord
 from webapp.datasets.services.specs import DatasetSpec
 from webapp.jobs.models import Job, StepCritique, StepRefinement, StepTarget, newest_per_step
 from webapp.trajectories.models import Trajectory
-from webapp.trajectories.services.exports import iter_with_ids
+from webapp.trajectories.services.exports import iter_plain, iter_with_ids
 
 RUNTIME_MODES = ("runtime", "runtime-label")  # a runtime critic's checks and the pipeline's labels
 
@@ -298,19 +298,20 @@ def _records(snapshot: Snapshot, spec: DatasetSpec, pairs: list[tuple[int, int]]
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
         cands = _candidates(chunk, kind, spec) if kind.per_step else {}
-        for tid, trajectory in iter_with_ids(Trajectory.objects.filter(pk__in=chunk)):
-            split = splits[keys[tid]]
-            if not kind.per_step:
-                yield to_dict(trajectory), {"source": "trajectory", "split": split, "step_index": None,
-                                            "trajectory_id": tid}
-                continue
-            for index in steps_of[tid]:
-                made = kind.build((tid, index), step_of(trajectory, index), cands, spec, trajectory.policy)
-                if not made:
-                    card.skipped += 1
-                for record, row in made:
-                    record["split"] = split
-                    yield record, {**row, "split": split, "trajectory_id": tid}
+        if not kind.per_step:  # whole trajectories: their to_dict form, straight from the rows
+            for tid, data in iter_plain(Trajectory.objects.filter(pk__in=chunk)):
+                yield data, {"source": "trajectory", "split": splits[keys[tid]], "step_index": None,
+                             "trajectory_id": tid}
+        else:
+            for tid, trajectory in iter_with_ids(Trajectory.objects.filter(pk__in=chunk)):
+                split = splits[keys[tid]]
+                for index in steps_of[tid]:
+                    made = kind.build((tid, index), step_of(trajectory, index), cands, spec, trajectory.policy)
+                    if not made:
+                        card.skipped += 1
+                    for record, row in made:
+                        record["split"] = split
+                        yield record, {**row, "split": split, "trajectory_id": tid}
         done += sum(len(steps_of[t]) for t in chunk)
         progress(done)
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from nlac_core.formats import nlac_jsonl
 from webapp.jobs.runners.base import JobContext
 from webapp.trajectories.models import Trajectory
-from webapp.trajectories.services.exports import iter_records
+from webapp.trajectories.services.exports import iter_plain
 
 
 def export_path(job_id: int) -> Path:
@@ -30,8 +30,9 @@ def run_export(ctx: JobContext) -> dict[str, Any]:
     written = 0
     ctx.progress(0, total, "export")
     with tmp.open("w", encoding="utf-8") as out:
-        for record in iter_records(Trajectory.objects.filter(pk__in=ids)):
-            written += nlac_jsonl.write([record], out)
+        for _, data in iter_plain(Trajectory.objects.filter(pk__in=ids)):
+            out.write(nlac_jsonl.dumps_plain(data) + "\n")
+            written += 1
             if written % 200 == 0:
                 ctx.progress(written, total)
                 if ctx.should_stop(fresh=True):

@@ -1,39 +1,180 @@
-"""Export trajectories as our lossless JSONL (streamed, constant memory)."""
+"""Trajectories out of the database, streamed in constant memory: as plain dicts (``records.to_dict`` form) for the
+exports and snapshot builds, or as records; and the project export in our lossless JSONL or tau-bench JSON.
+
+A chunk of CHUNK trajectories costs three queries (their rows, the tasks not met yet, their messages), read with a
+plain cursor: no model instance, JSON decoded once per value (a task's once however many episodes it has; the empty
+``[]`` and ``{}`` that most messages hold not even that)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import json.scanner
+import os
+from collections.abc import Iterable, Iterator
 from typing import IO
 
-from django.db.models import Prefetch, QuerySet
+from django.conf import settings
+from django.db import connection
+from django.db.models import JSONField, Model, QuerySet
 
-from nlac_core.formats import nlac_jsonl
-from nlac_core.records import TrajectoryRecord
+from nlac_core.formats import dataset_exports, nlac_jsonl
+from nlac_core.records import TrajectoryRecord, from_dict
+from webapp import forked
 from webapp.trajectories import convert
-from webapp.trajectories.models import Message, Trajectory
+from webapp.trajectories.models import Message, Task, Trajectory
 
-CHUNK = 200
+CHUNK = 500
+PARALLEL_MIN = 2 * CHUNK  # below this, starting workers costs more than it saves
+TASKS_KEPT = 5000  # decoded tasks kept between chunks; past that they are read again (memory stays flat)
+FORMATS = ("nlac-jsonl", "tau-bench")
+_EMPTY = {"[]": list, "{}": dict}
 
 
-def iter_records(trajectories: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord]:
-    """Records in id order, CHUNK trajectories (and their messages) at a time."""
-    for _, record in iter_with_ids(trajectories):
-        yield record
+_scan = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner json.loads runs, minus its checks
+
+
+def _decoded(text):
+    """A stored JSON value (text on both databases): written compactly enough to start at its first character."""
+    if text is None:
+        return None
+    empty = _EMPTY.get(text)
+    return empty() if empty is not None else _scan(text, 0)[0]
+
+
+def _select(model: type[Model], columns: tuple[str, ...], key: str, values: Iterable[int]) -> list:
+    """Rows of ``columns`` whose ``key`` is one of ``values``, ordered by ``key`` (and position, for messages),
+    JSON columns decoded."""
+    values = list(values)
+    if not values:
+        return []
+    q = connection.ops.quote_name
+    fields = {f.column: f for f in model._meta.concrete_fields}
+    at = [i for i, c in enumerate(columns) if isinstance(fields[c], JSONField)]
+    order = q(key) + (", " + q("position") if "position" in fields else "")
+    sql = (f"SELECT {', '.join(q(c) for c in columns)} FROM {q(model._meta.db_table)} "
+           f"WHERE {q(key)} IN ({', '.join(['%s'] * len(values))}) ORDER BY {order}")
+    with connection.cursor() as cur:
+        cur.execute(sql, values)
+        rows = cur.fetchall()
+    if at:
+        decoded = []
+        for row in rows:
+            row = list(row)
+            for i in at:
+                row[i] = _decoded(row[i])
+            decoded.append(row)
+        rows = decoded
+    return rows
+
+
+def _chunks(trajectories: QuerySet[Trajectory]) -> Iterator[list[int]]:
+    """The trajectories' ids in order, CHUNK at a time (keyset pagination: each chunk one indexed query)."""
+    last_id = 0
+    base = trajectories.order_by("id")
+    while True:
+        ids = list(base.filter(id__gt=last_id).values_list("id", flat=True)[:CHUNK])
+        if not ids:
+            return
+        yield ids
+        last_id = ids[-1]
+
+
+def iter_plain(trajectories: QuerySet[Trajectory]) -> Iterator[tuple[int, dict]]:
+    """(trajectory id, its ``to_dict`` form) in id order, CHUNK trajectories at a time."""
+    tasks: dict[int, tuple] = {}
+    for ids in _chunks(trajectories):
+        yield from _plain_chunk(ids, tasks)
+
+
+def _plain_chunk(ids: list[int], tasks: dict[int, tuple]) -> Iterator[tuple[int, dict]]:
+    rows = _select(Trajectory, convert.PLAIN_TRAJECTORY_COLUMNS, "id", ids)
+    if len(tasks) > TASKS_KEPT:
+        tasks.clear()
+    needed = {row[1] for row in rows} - tasks.keys()
+    tasks.update((task[0], task) for task in _select(Task, convert.PLAIN_TASK_COLUMNS, "id", needed))
+    messages: dict[int, list[tuple]] = {}
+    for message in _select(Message, convert.PLAIN_MESSAGE_COLUMNS, "trajectory_id", ids):
+        messages.setdefault(message[0], []).append(message)
+    for row in rows:
+        yield row[0], convert.plain_trajectory(row, tasks[row[1]], messages.get(row[0], []))
 
 
 def iter_with_ids(trajectories: QuerySet[Trajectory]) -> Iterator[tuple[int, TrajectoryRecord]]:
     """(trajectory id, record) in id order, CHUNK trajectories (and their messages) at a time."""
-    last_id = 0
-    base = trajectories.order_by("id").select_related("task")
-    while True:
-        chunk = list(base.filter(id__gt=last_id).prefetch_related(
-            Prefetch("messages", queryset=Message.objects.order_by("position")))[:CHUNK])
-        if not chunk:
-            return
-        for t in chunk:
-            yield t.pk, convert.trajectory_record(t, t.messages.all())
-        last_id = chunk[-1].id
+    for pk, data in iter_plain(trajectories):
+        yield pk, from_dict(data)
+
+
+def iter_records(trajectories: QuerySet[Trajectory]) -> Iterator[TrajectoryRecord]:
+    for _, record in iter_with_ids(trajectories):
+        yield record
+
+
+def processes() -> int:
+    return max(1, int(getattr(settings, "NLAC_EXPORT_PROCESSES", 0) or min(4, os.cpu_count() or 1)))
+
+
+def do_export(trajectories: QuerySet[Trajectory], out: IO[str], fmt: str = "nlac-jsonl",
+              n: int | None = None) -> int:
+    """Write the trajectories to ``out`` in ``fmt`` (FORMATS); how many. A big export (PARALLEL_MIN trajectories or
+    more, outside a transaction, whose uncommitted rows another connection would not see) is made by ``n``
+    processes (NLAC_EXPORT_PROCESSES, by default the cores, at most 4; ``webapp.forked``), chunk by chunk, each with
+    its own connection: the file is the same, byte for byte."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    n = processes() if n is None else n
+    parallel = (n > 1 and forked.available() and not connection.in_atomic_block
+                and trajectories.count() >= PARALLEL_MIN)
+    if fmt == "tau-bench":
+        out.write(dataset_exports.TAU_BENCH_OPEN)
+    write = _writer(out)
+    total = 0
+    for count, data in (_parts_in_parallel(trajectories, fmt, n) if parallel else _parts(trajectories, fmt)):
+        if total and fmt == "tau-bench":
+            write(b",")
+        write(data)
+        total += count
+    out.flush()
+    if fmt == "tau-bench":
+        out.write(dataset_exports.TAU_BENCH_CLOSE)
+    return total
+
+
+def _writer(out: IO[str]):
+    """How UTF-8 bytes go to ``out``: straight to the file under it when it has one (a UTF-8 file, stdout)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None and (getattr(out, "encoding", "") or "").replace("-", "").lower() == "utf8":
+        out.flush()
+        return buffer.write
+    return lambda data: out.write(data.decode("utf-8"))
+
+
+def _text(fmt: str, chunk: Iterator[tuple[int, dict]]) -> tuple[int, bytes]:
+    """A chunk of trajectories as it stands in a file of ``fmt``, UTF-8 (tau-bench: its elements, to be joined by
+    ",")."""
+    if fmt == "nlac-jsonl":
+        lines = [nlac_jsonl.dumps_plain(data) + "\n" for _, data in chunk]
+        return len(lines), "".join(lines).encode()
+    elements = [dataset_exports.tau_bench_element(data) for _, data in chunk]
+    return len(elements), ",".join(elements).encode()
+
+
+def _parts(trajectories: QuerySet[Trajectory], fmt: str) -> Iterator[tuple[int, bytes]]:
+    tasks: dict[int, tuple] = {}
+    for ids in _chunks(trajectories):
+        yield _text(fmt, _plain_chunk(ids, tasks))
+
+
+def _parts_in_parallel(trajectories: QuerySet[Trajectory], fmt: str, n: int) -> Iterator[tuple[int, bytes]]:
+    """Chunk ``i`` made by worker ``i mod n``; every worker walks the chunks' ids (one cheap query a chunk)."""
+    def worker(k: int, n: int, send: forked.Send) -> None:
+        tasks: dict[int, tuple] = {}
+        for i, ids in enumerate(_chunks(trajectories)):
+            if i % n == k:
+                send(_text(fmt, _plain_chunk(ids, tasks)))
+
+    return forked.in_order(n, worker)
 
 
 def do_export_jsonl(trajectories: QuerySet[Trajectory], out: IO[str]) -> int:
-    return nlac_jsonl.write(iter_records(trajectories), out)
+    return do_export(trajectories, out, "nlac-jsonl")

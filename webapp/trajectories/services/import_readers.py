@@ -2,24 +2,18 @@
 (JSON as text, the search document), ready for the writer (``imports._Writer``), which only adds the ids and writes.
 
 A big file of a format that takes shards (``nlac_core.formats.sharded``) is read by ``NLAC_IMPORT_PROCESSES``
-reader processes at once (by default the machine's cores, at most 4), forked from the writer (so they start at once,
-with everything imported; a reader never touches the database and leaves with ``os._exit``, so the writer's
-connection is not closed under it). A reader reads the whole file's JSON but parses only every n-th item
-(``base.Shard``), and sends what it made down a pipe, pickled, a frame at a time. The writer takes the items back in
-the file's order, round robin, so ids, record indexes and the first error met are the same as when one process
-reads; a pipe holds a few frames at most, so memory stays flat. A reader that meets bad input sends the error (the
-FormatError's place and message) in the item's turn. Small files, and formats read as a whole, are read in the
-writer's process.
+reader processes at once (by default the machine's cores, at most 4; ``webapp.forked``): blocks of BLOCK items are
+dealt round robin (``base.Shard``); a reader decodes the whole file's JSON but parses only its blocks, and sends each
+block's prepared items back, pickled. The writer takes them in the file's order, so ids, record indexes and the
+first error met are the same as when one process reads; a reader that meets bad input sends the items before it
+and the error (the FormatError's place and message) in that block's turn. Memory stays flat: a reader runs at
+most a few dozen blocks ahead. Small files, and formats read as a whole, are read in the writer's process.
 """
 
 from __future__ import annotations
 
-import contextlib
+import gc
 import os
-import pickle
-import queue
-import signal
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -29,14 +23,13 @@ from django.conf import settings
 
 from nlac_core.formats import FormatError, Item, Shard, read, sharded
 from nlac_core.records import TaskRecord
-from webapp import bulk
+from webapp import bulk, forked
 from webapp.trajectories import convert, search
 from webapp.trajectories.models import Message, Trajectory
 
 TRAJECTORIES = bulk.Table(Trajectory, convert.TRAJECTORY_COLUMNS)
 MESSAGES = bulk.Table(Message, convert.MESSAGE_COLUMNS)
-FRAME = 16  # items a reader pickles together
-AHEAD = 32  # frames of each reader the writer holds before it asks for them: about 13 MB at most
+BLOCK = 16  # items dealt to a reader at a time, sent together
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting readers costs more than it saves
 # What a reader may meet in bad input besides a FormatError: the import fails the file with it, as in one process.
 BAD_INPUT = (ValueError, OverflowError, RecursionError, UnicodeError)
@@ -93,126 +86,43 @@ def prepared_items(path: Path, fmt: str, source_model: str, *, legacy: bool, imp
     """The file's items in order, prepared; by ``n`` reader processes when the file is big enough to gain."""
     n = processes() if n is None else n
     options = {"legacy": legacy, "source_format": fmt, "imported_from": imported_from}
-    if n < 2 or not hasattr(os, "fork") or not sharded(fmt) or path.stat().st_size < PARALLEL_MIN_BYTES:
+    if n < 2 or not forked.available() or not sharded(fmt) or path.stat().st_size < PARALLEL_MIN_BYTES:
         for item in read(path, fmt, source_model=source_model):
             yield prepare(item, **options)
         return
-    yield from _from_readers(path, fmt, source_model, n, options)
+
+    def reader(k: int, n: int, send: forked.Send) -> None:
+        _read_blocks(path, fmt, source_model, options, Shard(k, n, BLOCK), send)
+
+    for items, error in forked.in_order(n, reader):
+        if error is not None:
+            # Which error one process would have met first depends on blocks other readers may not have reached:
+            # read the file again here, in order, to it (a failed import is rolled back whatever was written).
+            for item in read(path, fmt, source_model=source_model):
+                prepare(item, **options)
+            kind, payload = error
+            raise FormatError(*payload) if kind == "format" else ReaderFailed(*payload)
+        yield from items
 
 
-def _from_readers(path: Path, fmt: str, source_model: str, n: int, options: dict) -> Iterator[Prepared]:
-    readers: list[tuple[int, object]] = []  # (pid, the pipe's read end)
+def _read_blocks(path: Path, fmt: str, source_model: str, options: dict, shard: Shard, send: forked.Send) -> None:
+    """One reader: sends ``(items, None)`` per block of its shard; at bad input, ``(None, error)``, the error as
+    ``("format", FormatError's arguments)`` or ``("failed", (kind, message))``, and stops."""
+    gc.disable()  # as in the writer (imports._no_cycle_collector): parsing makes no cycles
+    items: list[Prepared] = []
+    block = None
     try:
-        for k in range(n):
-            read_fd, write_fd = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the reader: never returns, never runs the writer's cleanup (its database connection)
-                os.close(read_fd)
-                code = 1
-                try:
-                    with os.fdopen(write_fd, "wb") as out:
-                        _reader(out, str(path), fmt, source_model, options, k, n)
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(write_fd)
-            readers.append((pid, os.fdopen(read_fd, "rb")))
-        yield from _merged(readers)
-    finally:
-        for pid, pipe in readers:
-            pipe.close()  # a reader still writing gets a broken pipe and ends
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)  # done already, or stuck: either way gone before the import returns
-            os.waitpid(pid, 0)
-
-
-class _Prefetch(threading.Thread):
-    """Reads one reader's frames off its pipe as they come, up to AHEAD frames before the writer asks: the reader
-    goes on parsing while the writer writes a batch (the read waits outside the GIL; unpickling is the writer's)."""
-
-    def __init__(self, pipe):
-        super().__init__(daemon=True)
-        self.pipe = pipe
-        self.frames: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
-        self.stopping = False
-
-    def run(self) -> None:
-        try:
-            while True:
-                size = self.pipe.read(8)
-                data = self.pipe.read(int.from_bytes(size, "little")) if len(size) == 8 else b""
-                if not data:
-                    break
-                while not self._put(data):
-                    if self.stopping:
-                        return
-        except (OSError, ValueError):  # the writer closed the pipe: it has stopped
-            pass
-        self._put(None)
-
-    def _put(self, data: bytes | None) -> bool:
-        try:
-            self.frames.put(data, timeout=0.5)
-            return True
-        except queue.Full:
-            return False
-
-
-def _merged(readers: list[tuple[int, object]]) -> Iterator[Prepared]:
-    """The readers' items in the file's order: item i comes from reader i mod n."""
-    n = len(readers)
-    fetchers = [_Prefetch(pipe) for _, pipe in readers]
-    for fetcher in fetchers:
-        fetcher.start()
-    frames: list[list[Prepared]] = [[] for _ in range(n)]
-    k = 0
-    try:
-        while True:
-            if not frames[k]:
-                data = fetchers[k].frames.get()
-                if data is None:
-                    raise RuntimeError(f"import reader {k} (pid {readers[k][0]}) ended without finishing")
-                kind, payload = pickle.loads(data)
-                if kind == "end":
-                    return  # the reader whose turn it is has no more: the file is done
-                if kind == "format-error":
-                    raise FormatError(*payload)
-                if kind == "failed":
-                    raise ReaderFailed(*payload)
-                frames[k] = payload[::-1]
-            yield frames[k].pop()
-            k = (k + 1) % n
-    finally:
-        for fetcher in fetchers:
-            fetcher.stopping = True
-
-
-def _send(out, message: tuple) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(len(data).to_bytes(8, "little"))
-    out.write(data)
-
-
-def _reader(out, path: str, fmt: str, source_model: str, options: dict, k: int, n: int) -> None:
-    """One reader process: prepares its shard and pickles it to ``out``, then ("end", None) or the error."""
-    import gc
-
-    gc.disable()  # as in the writer (imports._no_cycle_collector): no cycles are made here
-    frame: list[Prepared] = []
-    try:
-        for item in read(path, fmt, source_model=source_model, shard=Shard(k, n)):
-            frame.append(prepare(item, **options))
-            if len(frame) >= FRAME:
-                _send(out, ("items", frame))
-                frame = []
-        message: tuple[str, object] = ("end", None)
+        for item in read(path, fmt, source_model=source_model, shard=shard):
+            if shard.block_of_last() != block and items:
+                send((items, None))
+                items = []
+            block = shard.block_of_last()
+            items.append(prepare(item, **options))
     except FormatError as exc:
-        message = ("format-error", (exc.path, exc.where, exc.message, exc.field))
+        send((None, ("format", (exc.path, exc.where, exc.message, exc.field))))
+        return
     except BAD_INPUT as exc:
-        message = ("failed", (type(exc).__name__, str(exc)))
-    except Exception as exc:  # a bug, not bad input: the writer fails the import with it
-        message = ("failed", (type(exc).__name__, f"import reader {k}: {exc}"))
-    if frame:
-        _send(out, ("items", frame))
-    _send(out, message)
-    out.flush()
+        send((None, ("failed", (type(exc).__name__, str(exc)))))
+        return
+    if items:
+        send((items, None))
