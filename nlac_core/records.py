@@ -120,7 +120,7 @@ class TrajectoryRecord:
             data = to_dict(self)
             if self.source_model_from_file_name:
                 data = {k: v for k, v in data.items() if k != "source_model_from_file_name"} | {"source_model": ""}
-            cached = hashlib.sha256(canonical_json(data).encode()).hexdigest()
+            cached = hashlib.sha256(canonical_trajectory_json(data).encode()).hexdigest()
             self.__dict__["_content_hash"] = cached  # frozen dataclass: bypass __setattr__, not a field
         return cached
 
@@ -132,6 +132,20 @@ def step_uid(content_hash: str, step_index: int) -> str:
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+LONG = 1024  # a policy this long is encoded once per run (encode_sparing)
+
+
+def canonical_trajectory_json(data: dict[str, Any]) -> str:
+    """``canonical_json`` of a trajectory's ``to_dict`` form (with what a line adds beside it, such as a schema),
+    its policy encoded once per run rather than twice per episode."""
+    policy = data.get("policy") or ""
+    if not isinstance(policy, str) or len(policy) < LONG:
+        return canonical_json(data)
+    messages = [{**m, "content": MARK} if m.get("content") == policy else m for m in data["messages"]]
+    times = 1 + sum(m["content"] is MARK for m in messages)
+    return encode_sparing(canonical_json, data, {**data, "policy": MARK, "messages": messages}, policy, times)
 
 
 # Encoding a long text once, not once per record: a run's policy (a few thousand characters) is in every one of its

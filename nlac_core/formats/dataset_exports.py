@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from nlac_core.datasets import SPLITS, as_messages, as_prompt_completion
 from nlac_core.formats import nlac_jsonl
-from nlac_core.records import MARK, encode_sparing
+from nlac_core.records import LONG, MARK, encode_sparing
 
 SFT_FORMATS = ("jsonl", "jsonl-prompt-completion", "parquet", "hf")
 TRAJECTORY_FORMATS = ("nlac-jsonl", "tau-bench", "jsonl")
@@ -236,7 +236,7 @@ def tau_bench_element(record: Mapping[str, Any]) -> str:
     result = tau_bench_result(record)
     traj = result["traj"]
     policy = traj[0].get("content") if traj and traj[0].get("role") == "system" else None
-    if not isinstance(policy, str) or len(policy) < nlac_jsonl.LONG:
+    if not isinstance(policy, str) or len(policy) < LONG:
         return "\n" + _dumps(result)
     marked = {**result, "traj": [{**traj[0], "content": MARK}, *traj[1:]]}
     return "\n" + encode_sparing(_dumps, result, marked, policy, 1)

@@ -15,15 +15,13 @@ from typing import IO
 from nlac_core.formats.base import Context, Item, Obj, Shard, first_json_char, record, stream_lines
 from nlac_core.formats.json_stream import first_member
 from nlac_core.records import (
-    MARK,
     REQUESTORS,
     ROLES,
     Message,
     TaskRecord,
     ToolCall,
     TrajectoryRecord,
-    canonical_json,
-    encode_sparing,
+    canonical_trajectory_json,
     to_dict,
 )
 
@@ -46,18 +44,9 @@ def dumps(trajectory: TrajectoryRecord) -> str:
     return dumps_plain(to_dict(trajectory))
 
 
-LONG = 1024  # a policy this long is encoded once per run (records.encode_sparing)
-
-
 def dumps_plain(data: dict) -> str:
     """The line of a trajectory given in its ``to_dict`` form (what a snapshot stores, what exports read)."""
-    line = {"schema": SCHEMA, **data}
-    policy = data.get("policy") or ""
-    if len(policy) < LONG:
-        return canonical_json(line)
-    messages = [{**m, "content": MARK} if m.get("content") == policy else m for m in data["messages"]]
-    times = 1 + sum(m["content"] is MARK for m in messages)
-    return encode_sparing(canonical_json, line, {**line, "policy": MARK, "messages": messages}, policy, times)
+    return canonical_trajectory_json({"schema": SCHEMA, **data})
 
 
 def write(records: Iterable[TrajectoryRecord], out: IO[str]) -> int:
