@@ -45,7 +45,7 @@ def build(n_target: int) -> None:
     # Message rows of each source record (trajectory id 0), built once and reused by every copy; written by the
     # importer's bulk loader (webapp/bulk.py).
     templates = [list(convert.message_values(r, 0)) for r in records]
-    documents = [search.document(r) for r in records]
+    documents = [search.indexed(r) for r in records]
     trajectories = bulk.Table(Trajectory, convert.TRAJECTORY_COLUMNS)
     messages = bulk.Table(Message, convert.MESSAGE_COLUMNS)
     copies = -(-n_target // len(records))

@@ -82,6 +82,10 @@ def test_it_stores_what_the_orm_stores(path):
     theirs = rows(join, select, "t.project_id = %s ORDER BY t.record_index, m.position", [by_orm.pk])
     assert len(ours) == len(theirs) == imported.batch.n_messages
     assert ours == theirs
+    task_columns = [f.column for f in Task._meta.concrete_fields if f.column not in ("id", "project_id")]
+    ours = rows("trajectories_task", task_columns, "project_id = %s ORDER BY id", [imported.batch.project_id])
+    theirs = rows("trajectories_task", task_columns, "project_id = %s ORDER BY id", [by_orm.pk])
+    assert ours == theirs and len(ours) == imported.batch.n_tasks > 0
     # ids follow the file's order, as bulk_create gave them
     ids = list(Trajectory.objects.filter(project_id=imported.batch.project_id).order_by("record_index")
                .values_list("id", flat=True))

@@ -50,3 +50,27 @@ def test_it_leaves_the_shared_policy_out_of_the_documents():
     doc = search.document(record)
     assert "Policy" not in doc
     assert "change my flight" in doc and "get_reservation" in doc and "MDCLVA" in doc
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("text,query,hit", [
+    ("user mia_li_3668 asks", "mia_li_3668", True),
+    ("user mia_li_3668 asks", "mia", True),  # an underscore cuts words, as SQLite's unicode61 does
+    ("write to mia.li@example.com", "mia.li@example.com", True),
+    ("write to mia.li@example.com", "example", True),
+    ("Crème brûlée at the Café", "creme brulee cafe", True),  # case and accents dropped, in the text and the query
+    ("a cafe", "CAFÉ", True),
+    ("version 3.14 shipped", "14", True),
+    ("refund policy", "refund zqxjnowhere", False),  # every word is needed
+    ("Ελληνικά και 日本語", "ελληνικά", True),
+    ("Ελληνικά και 日本語", "ελληνικα", False),  # unicode61 drops the accents of Latin letters only
+])
+def test_it_cuts_words_the_same_way_on_both_databases(tmp_path, text, query, hit):
+    import_words(tmp_path, "words", text)
+    assert found(query) == (1 if hit else 0)
+
+
+@pytest.mark.django_db
+def test_it_leaves_out_of_the_index_a_word_longer_than_postgresql_takes(tmp_path):
+    import_words(tmp_path, "long", "x" * 3000 + " findable")  # PostgreSQL refuses a lexeme over 2,047 bytes
+    assert found("findable") == 1

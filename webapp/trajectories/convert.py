@@ -55,6 +55,16 @@ def task_fields(record: TaskRecord) -> dict:
     }
 
 
+TASK_COLUMNS = ("project_id", "external_id", "content_hash", "instruction", "gold_actions", "gold_outputs",
+                "gold_answer", "split", "meta")
+
+
+def task_values(record: TaskRecord, project_id: int, content_hash: str) -> tuple:
+    """A Task row in TASK_COLUMNS order."""
+    return (project_id, record.external_id, content_hash, record.instruction, list(record.gold_actions),
+            list(record.gold_outputs), record.gold_answer, record.split, record.meta)
+
+
 def preview_of(record: TrajectoryRecord) -> str:
     """The first user words, or the error: what a list row shows."""
     if record.error:

@@ -74,7 +74,7 @@ def prepare(item: Item, *, legacy: bool, source_format: str, imported_from: str)
                                     record_index=item.index)
     return Prepared(item.where, item.index, record.task, (record.task.external_id, record.task.content_hash()), h,
                     earlier, None, next(TRAJECTORIES.json_text([row])),
-                    list(MESSAGES.json_text(convert.message_values(record, 0))), search.document(record))
+                    list(MESSAGES.json_text(convert.message_values(record, 0))), search.indexed(record))
 
 
 def processes() -> int:

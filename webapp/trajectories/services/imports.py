@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from nlac_core.formats import FormatError, Item, detect
 from nlac_core.records import TrajectoryRecord
+from webapp import bulk
 from webapp.trajectories import convert, search
 from webapp.trajectories.models import ImportBatch, Project, Task, Trajectory
 from webapp.trajectories.services.import_readers import (
@@ -36,6 +37,7 @@ from webapp.trajectories.services.import_readers import (
 from webapp.trajectories.services.projects import do_refresh_summary
 
 TRAJECTORY_BATCH = 500  # records read, then written together (their messages in one bulk load)
+TASKS = bulk.Table(Task, convert.TASK_COLUMNS)
 
 
 @dataclass
@@ -88,15 +90,18 @@ class _Writer:
                                          source_model_from_file_name=False).exists()
 
     def task_ids(self, items: list[Prepared]) -> list[int]:
-        """The stored task of each item, the new ones created together."""
+        """The stored task of each item, the new ones bulk-loaded together."""
         new = {}
         for item in items:
             if item.task_key not in self.tasks and item.task_key not in new:
-                new[item.task_key] = Task(project=self.project, external_id=item.task_key[0],
-                                          content_hash=item.task_key[1], **convert.task_fields(item.task))
-        for key, task in zip(new, Task.objects.bulk_create(new.values()), strict=True):
-            self.tasks[key] = task.pk
-        self.batch.n_tasks += len(new)
+                new[item.task_key] = convert.task_values(item.task, self.project.pk, item.task_key[1])
+        if new:
+            TASKS.load(new.values())
+            for external_id, content_hash, pk in Task.objects.filter(
+                    project=self.project, content_hash__in={key[1] for key in new}).values_list(
+                    "external_id", "content_hash", "id"):
+                self.tasks[(external_id, content_hash)] = pk
+            self.batch.n_tasks += len(new)
         return [self.tasks[item.task_key] for item in items]
 
     def add(self, item: Prepared) -> None:
@@ -130,7 +135,7 @@ class _Writer:
                    .values_list("content_hash", "id"))
         self.batch.n_messages += MESSAGES.load(((ids[item.content_hash], *row[1:]) for item in fresh
                                                 for row in item.messages), json_as_text=True)
-        search.index((ids[item.content_hash], item.document) for item in fresh)
+        search.index(((ids[item.content_hash], item.document) for item in fresh), new=True)
         self.batch.n_added += len(fresh)
         gc.collect(0)  # the cycles a batch's queries leave (see _no_cycle_collector)
 
