@@ -77,3 +77,19 @@ def test_it_shows_a_harness_error(client_for, tmp_path):
 
 def test_it_answers_404_for_a_missing_trajectory(client_for):
     assert client_for("reviewer").get("/trajectories/999999/").status_code == 404
+
+
+def test_it_looks_for_counterfactual_re_runs_only_in_a_project_that_holds_some(tau_project, django_assert_num_queries):
+    from webapp.trajectories.supervision import branches_of
+
+    t = Trajectory.objects.select_related("project").filter(project=tau_project).first()
+    assert tau_project.facets["has_counterfactuals"] is False  # the import's summary says so
+    with django_assert_num_queries(0):  # no read of a JSON key of every row of the project
+        assert branches_of(t) == {}
+    re_run = Trajectory.objects.filter(project=tau_project).exclude(pk=t.pk).first()
+    re_run.meta = {"counterfactual": {"of": t.content_hash, "step_index": 2, "kind": "corrected"}}
+    re_run.save(update_fields=["meta"])
+    from webapp.trajectories.services.projects import do_refresh_summary
+    do_refresh_summary(tau_project)
+    t = Trajectory.objects.select_related("project").get(pk=t.pk)
+    assert [b.pk for b in branches_of(t)[2]] == [re_run.pk]

@@ -13,6 +13,7 @@ from typing import Any
 
 from nlac_core.actions import parse_tool_action
 from webapp.trajectories.models import Trajectory
+from webapp.trajectories.services.projects import COUNTERFACTUALS
 
 # the arms of supervised-rollout jobs, then those of critic-data jobs
 ARMS = ("baseline", "supervised", "counterfactual", "self-play", "validation")
@@ -176,7 +177,10 @@ MAX_BRANCHES = 200
 
 def branches_of(trajectory: Trajectory) -> dict[int, list[Branch]]:
     """The counterfactual re-runs of this trajectory stored in its project, by the step they branch at: one query
-    over summary columns and two JSON keys (the re-runs' messages are not read)."""
+    over summary columns and two JSON keys (the re-runs' messages are not read), asked only of a project whose summary
+    says it holds re-runs (a project's summary predating that flag is asked)."""
+    if not trajectory.project.facets.get(COUNTERFACTUALS, True):
+        return {}
     rows = (Trajectory.objects.filter(project_id=trajectory.project_id,
                                       meta__counterfactual__of=trajectory.content_hash)
             .values("id", "success", "reward", "meta__counterfactual__step_index", "meta__counterfactual__kind")

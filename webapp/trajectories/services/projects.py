@@ -7,9 +7,10 @@ from django.db.models.functions import Cast
 from django.utils.text import slugify
 
 from nlac_core.metrics import pass_hat_ks
-from webapp.trajectories.models import Message, Project, Trajectory
+from webapp.trajectories.models import Project, Trajectory
 
 FACET_FIELDS = ("source_model", "termination_reason")
+COUNTERFACTUALS = "has_counterfactuals"
 FACET_LIMIT = 200
 
 
@@ -37,15 +38,19 @@ def task_outcomes(project: Project) -> list[tuple[int, int]]:
 
 def do_refresh_summary(project: Project) -> Project:
     trajectories = Trajectory.objects.filter(project=project)
-    agg = trajectories.aggregate(n=Count("id"), mean=Avg("reward"), tasks=Count("task", distinct=True))
+    agg = trajectories.aggregate(n=Count("id"), mean=Avg("reward"), tasks=Count("task", distinct=True),
+                                 messages=Sum("n_messages"))  # each row's count: no join over the messages
     project.n_trajectories = agg["n"]
     project.n_tasks = agg["tasks"]
     project.mean_reward = agg["mean"]
-    project.n_messages = Message.objects.filter(trajectory__project=project).count()
+    project.n_messages = agg["messages"] or 0
     project.pass_hat_k = {str(k): v for k, v in pass_hat_ks(task_outcomes(project)).items()}
     project.facets = {
         name: [v for v in trajectories.order_by(name).values_list(name, flat=True).distinct()[:FACET_LIMIT] if v]
         for name in FACET_FIELDS
     }
+    # Whether any of them re-runs another from a step (supervision's counterfactuals): a trajectory page asks its
+    # project's re-runs of it only then, since finding them reads a JSON key of every row.
+    project.facets[COUNTERFACTUALS] = trajectories.filter(meta__counterfactual__of__isnull=False).exists()
     project.save(update_fields=["n_trajectories", "n_tasks", "mean_reward", "n_messages", "pass_hat_k", "facets"])
     return project
