@@ -7,7 +7,8 @@ Builds (once; reused while its size matches) a database of copies of the real
 gpt-4o tau-bench airline run: each copy gets its own 50 tasks and unique content
 hashes, so indexes see realistic cardinalities (about 26.5 messages a trajectory,
 2.65M messages for 100k). Then times pages through Django's test client (the
-server side: middleware, queries, templates), logged in as an annotator.
+server side: middleware, queries, templates), logged in as a reviewer (who reads every project; an annotator
+reads only the steps of their queues).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def main() -> None:
     build(args.trajectories)
     setup_test_environment()
     client = Client()
-    client.force_login(do_create_user("bench-annotator", "bench-annotator-pw", "annotator")[0])
+    client.force_login(do_create_user("bench-reviewer", "bench-reviewer-pw", "reviewer")[0])
     project = Project.objects.get(name=PROJECT)
     n_msgs = Message.objects.filter(trajectory__project=project).count()
     base = f"/projects/{project.slug}/"
@@ -143,6 +144,7 @@ def main() -> None:
         ("list, all projects, filter termination=max_steps", "/trajectories/?termination_reason=max_steps"),
         ("list, htmx partial, filter outcome=success", base + "?outcome=success"),
         (f"detail, {long_one.n_messages}-message trajectory", f"/trajectories/{long_one.pk}/"),
+        ("step page, step 5 of that trajectory", f"/trajectories/{long_one.pk}/steps/5/"),
         ("search, common word (q=insurance)", base + "?q=insurance"),
         ("search, a word no message has", base + "?q=zqxjnowhere"),
     ]

@@ -87,10 +87,8 @@ class ImportBatch(models.Model):
 
 
 class Trajectory(models.Model):
-    # No index of their own: traj_project_id (project, id) and traj_task_id (task, id) lead with them, and an
-    # import writes every index of every row it adds.
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trajectories", db_index=False)
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories", db_index=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="trajectories")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="trajectories")
     trial = models.IntegerField(default=0)
     source_model = models.CharField(max_length=200, blank=True)
     source_model_from_file_name = models.BooleanField(default=False)  # a label only: not in the content hash
