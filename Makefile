@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 RUN_STAMP := $(VENV)/.run-$(shell cat requirements.txt requirements-common.txt | sha1sum | cut -c1-12)
 DEV_STAMP := $(VENV)/.dev-$(shell cat requirements.txt requirements-common.txt requirements-dev.txt | sha1sum | cut -c1-12)
 
-.PHONY: run test test-db lint chromium axe bench-import bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-shards bench-sft-processes bench-annotate bench-datasets bench-supervision bench-futures clean
+.PHONY: run test test-db lint chromium axe bench-import bench-vs-label-studio bench-browse bench-generate bench-critique bench-sft bench-envs bench-jobs bench-shards bench-sft-processes bench-annotate bench-datasets bench-supervision bench-futures clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ lint: $(DEV_STAMP)
 
 bench-import: $(RUN_STAMP)
 	$(PY) bench/bench_import.py
+
+# Installs Label Studio 1.23.2 into a throwaway venv under var/bench/ the first time (about 700 MB)
+bench-vs-label-studio: $(RUN_STAMP)
+	$(PY) bench/bench_vs_label_studio.py --with-label-studio
 
 bench-browse: $(RUN_STAMP)
 	$(PY) bench/bench_browse.py

@@ -45,7 +45,9 @@ def child_import(path: str, url: str) -> None:
     result = do_import_file(path, do_get_or_create_project(f"mem-{Path(path).stem}"))
     assert result.ok, result.batch.error
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"messages": result.batch.n_messages, "rss_mb": rss_mb, "seconds": result.batch.duration_s}))
+    readers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest reader process
+    print(json.dumps({"messages": result.batch.n_messages, "rss_mb": rss_mb, "readers_mb": readers_mb,
+                      "seconds": result.batch.duration_s}))
 
 
 def memory(path: Path, tmp: str) -> None:
@@ -55,8 +57,9 @@ def memory(path: Path, tmp: str) -> None:
         out = subprocess.run([sys.executable, __file__, "--child", str(f), url], check=True, capture_output=True,
                              text=True).stdout.strip().splitlines()[-1]
         got = json.loads(out)
+        readers = f", largest reader process {got['readers_mb']:.0f} MB" if got["readers_mb"] else ""
         print(f"peak RSS importing {f.name} ({f.stat().st_size / 1e6:.0f} MB, {got['messages']:,} messages): "
-              f"{got['rss_mb']:.0f} MB in {got['seconds']:.1f} s")
+              f"{got['rss_mb']:.0f} MB{readers} in {got['seconds']:.1f} s")
 
 
 def main() -> None:
