@@ -52,8 +52,13 @@ class Table:
 
     def load(self, rows: Iterable[tuple | list], *, json_as_text: bool = False) -> int:
         """Write the rows in the caller's transaction (their JSON values already text, with ``json_as_text``);
-        returns how many."""
+        returns how many. A row the database refuses raises Django's DatabaseError (IntegrityError...), as the ORM
+        would."""
         connection.ensure_connection()
+        with connection.wrap_database_errors:  # the driver's own errors become Django's
+            return self._load(rows, json_as_text)
+
+    def _load(self, rows: Iterable[tuple | list], json_as_text: bool) -> int:
         if not json_as_text and self._json:
             rows = self.json_text(rows)
         if connection.vendor == "postgresql":

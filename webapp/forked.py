@@ -7,11 +7,16 @@ until the worker whose turn it is has no more: so work that deals out blocks the
 ``i mod n``) comes back in the order one process would have made it.
 
 A worker starts at once (forked, with everything imported), never returns into the caller's code, and leaves with
-``os._exit``: the parent's database connection, inherited, is set aside and never closed by the child (closing it
-would end the parent's session); a worker that needs the database opens its own. A prefetch thread per worker
-holds up to AHEAD parts, so workers go on while the parent is busy. A worker that raises is a bug, not bad input
-(bad input is the work's to report, as a part): the parent raises WorkerFailed. Workers are killed, and reaped,
-however the parent stops reading.
+``os._exit``: the parent's database connections, inherited, are set aside and never closed by the child (closing
+one would end the parent's session); a worker that needs the database opens its own. A prefetch thread per worker
+holds up to ``ahead`` parts, so workers go on while the parent is busy; memory is that many parts per worker. A
+worker that raises is a bug, not bad input (bad input is the work's to report, as a part): the parent raises
+WorkerFailed, as it does for a worker that dies (killed, out of memory) or sends nothing for SILENCE_S seconds.
+Workers are killed and reaped however the parent stops reading.
+
+Forking copies only the calling thread: a lock another thread of the parent held at that moment stays held in the
+child. The work done in workers here (parsing, hashing, encoding, a database connection of its own) takes none of
+the parent's; the silence timeout bounds the wait should that ever be wrong.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from typing import Any
 
 from django.db import connections
 
-AHEAD = 32
+SILENCE_S = 600.0
 Send = Callable[[Any], None]
+_END = ("end", None)
 
 
 class WorkerFailed(RuntimeError):
@@ -40,38 +46,52 @@ def available() -> bool:
     return hasattr(os, "fork")
 
 
-def in_order(n: int, work: Callable[[int, int, Send], None]) -> Iterator[Any]:
+def processes(setting: int) -> int:
+    """How many workers a setting asks for: 0 means the machine's cores, at most 4."""
+    return max(1, setting or min(4, os.cpu_count() or 1))
+
+
+def in_order(n: int, work: Callable[[int, int, Send], None], ahead: int = 8) -> Iterator[Any]:
     workers: list[tuple[int, Any]] = []  # (pid, the pipe's read end)
     try:
         for k in range(n):
             read_fd, write_fd = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_fd)
+                os.close(write_fd)
+                raise
             if pid == 0:
                 os.close(read_fd)
                 _run(k, n, work, write_fd)  # never returns
             os.close(write_fd)
             workers.append((pid, os.fdopen(read_fd, "rb")))
-        yield from _merged(workers)
+        yield from _merged(workers, ahead)
     finally:
-        for pid, pipe in workers:
-            pipe.close()  # a worker still writing gets a broken pipe
+        for pid, _ in workers:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)  # done already, or stuck: either way gone before we return
-            os.waitpid(pid, 0)
+        for pid, pipe in workers:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            pipe.close()
 
 
 def _run(k: int, n: int, work: Callable[[int, int, Send], None], fd: int) -> None:
     code = 1
     try:
+        # Kept in this list until os._exit, so that no connection object of the parent's is ever collected (and
+        # closed) here; the next query opens the worker's own.
         inherited = [(c, c.connection) for c in connections.all(initialized_only=True)]
         for conn, _ in inherited:
-            conn.connection = None  # the next query opens the worker's own; the parent's is kept, never closed
+            conn.connection = None
         with os.fdopen(fd, "wb") as out:
             def send(part: Any) -> None:
                 _write(out, ("part", part))
             try:
                 work(k, n, send)
-                _write(out, ("end", None))
+                _write(out, _END)
             except Exception:  # noqa: BLE001 - a bug in the work: the parent says what it was
                 _write(out, ("failed", f"worker {k} of {n}: {traceback.format_exc(limit=-3)}"))
         code = 0
@@ -87,44 +107,52 @@ def _write(out, message: tuple[str, Any]) -> None:
 
 class _Prefetch(threading.Thread):
     """Reads one worker's parts off its pipe as they come (the read waits outside the GIL; unpickling is the
-    caller's), up to AHEAD before they are asked for."""
+    caller's), up to ``ahead`` before they are asked for; None once the pipe ends, whole or not."""
 
-    def __init__(self, pipe):
+    def __init__(self, pipe, ahead: int):
         super().__init__(daemon=True)
         self.pipe = pipe
-        self.parts: queue.Queue[bytes | None] = queue.Queue(maxsize=AHEAD)
+        self.parts: queue.Queue[bytes | None] = queue.Queue(maxsize=ahead)
         self.stopping = False
 
     def run(self) -> None:
         try:
             while True:
                 size = self.pipe.read(8)
-                data = self.pipe.read(int.from_bytes(size, "little")) if len(size) == 8 else b""
-                if not data:
+                if len(size) != 8:
                     break
-                while not self._put(data):
-                    if self.stopping:
-                        return
+                data = self.pipe.read(int.from_bytes(size, "little"))
+                if len(data) != int.from_bytes(size, "little"):
+                    break  # cut short: the worker died writing it
+                if not self._put(data):
+                    return
         except (OSError, ValueError):  # the caller closed the pipe: it has stopped
             pass
-        self._put(None)
+        finally:
+            self._put(None)
 
     def _put(self, data: bytes | None) -> bool:
-        try:
-            self.parts.put(data, timeout=0.5)
-            return True
-        except queue.Full:
-            return False
+        """Waits for room however long the caller takes; False once the caller has stopped."""
+        while not self.stopping:
+            try:
+                self.parts.put(data, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
 
 
-def _merged(workers: list[tuple[int, Any]]) -> Iterator[Any]:
-    fetchers = [_Prefetch(pipe) for _, pipe in workers]
+def _merged(workers: list[tuple[int, Any]], ahead: int) -> Iterator[Any]:
+    fetchers = [_Prefetch(pipe, ahead) for _, pipe in workers]
     for fetcher in fetchers:
         fetcher.start()
     k = 0
     try:
         while True:
-            data = fetchers[k].parts.get()
+            try:
+                data = fetchers[k].parts.get(timeout=SILENCE_S)
+            except queue.Empty:
+                raise WorkerFailed(f"worker {k} (pid {workers[k][0]}) sent nothing for {SILENCE_S:.0f} s") from None
             if data is None:
                 raise WorkerFailed(f"worker {k} (pid {workers[k][0]}) ended without finishing")
             kind, part = pickle.loads(data)

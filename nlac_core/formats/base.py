@@ -35,7 +35,8 @@ class HugeInteger:
 
 # How many numbers the decoder has met that :func:`clean` refuses (NaN, infinities, floats that overflow, integers
 # too long for int()): a reader compares it before and after decoding a record to know whether the record holds
-# any (``decodes_clean``). Only ever grows, so a change seen across a decode is never missed, whatever the threads.
+# any (``decodes_clean``). It only grows: a decode that met one sees it changed, even if another thread's decode
+# counted too (the record is then merely walked by ``clean`` for nothing).
 _odd_numbers = 0
 
 

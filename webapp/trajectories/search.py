@@ -69,8 +69,9 @@ def terms(text: str) -> set[str]:
     if not text.isascii():
         for w in [w for w in words if not w.isascii()]:
             words.discard(w)
-            words.update(x if x.isascii() else _without_latin_accents(x)
-                         for x in _TERM.findall(unicodedata.normalize("NFC", w.lower())))
+            for x in _TERM.findall(unicodedata.normalize("NFC", w.lower())):
+                # NFKD can make punctuation of a letter (U+2474 is "(1)"): cut what folding gave again
+                words.update([x] if x.isascii() else _TERM.findall(_without_latin_accents(x)))
     if words and max(map(len, words)) * 4 > MAX_TERM_BYTES:  # rare: only then is a word's UTF-8 length worth asking
         words = {w for w in words if len(w.encode()) <= MAX_TERM_BYTES}
     return words
@@ -101,22 +102,20 @@ def document(record: TrajectoryRecord) -> str:
     return "\n".join(parts)[:MAX_DOCUMENT_CHARS]
 
 
-def index(rows: Iterable[tuple[int, str]], new: bool = False) -> None:
-    """Add (trajectory id, ``indexed(record)``) pairs to the index, in the caller's transaction; ``new``: ids the
-    index cannot hold yet (an import's), which PostgreSQL then takes by COPY rather than one upsert a row."""
+def index(rows: Iterable[tuple[int, str]]) -> None:
+    """Add (trajectory id, ``indexed(record)``) pairs to the index, in the caller's transaction (on PostgreSQL one
+    statement for them all, replacing a document an id already had)."""
     rows = list(rows)
     if not rows:
         return
     with connection.cursor() as cur:
         if connection.vendor != "postgresql":
             cur.executemany(f"INSERT INTO {TABLE} (rowid, body) VALUES (%s, %s)", rows)
-        elif new:
-            with cur.cursor.copy(f"COPY {TABLE} (trajectory_id, document) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            cur.executemany(f"INSERT INTO {TABLE} (trajectory_id, document) VALUES (%s, %s::tsvector) "
-                            "ON CONFLICT (trajectory_id) DO UPDATE SET document = EXCLUDED.document", rows)
+            return
+        cur.execute(f"INSERT INTO {TABLE} (trajectory_id, document) "
+                    "SELECT * FROM unnest(%s::bigint[], %s::text[]::tsvector[]) "
+                    "ON CONFLICT (trajectory_id) DO UPDATE SET document = EXCLUDED.document",
+                    [[tid for tid, _ in rows], [doc for _, doc in rows]])
 
 
 def reindex(trajectory_model, message_model, chunk: int = 500) -> int:
@@ -184,8 +183,8 @@ def matching(qs: QuerySet, query: str) -> QuerySet:
         # Every word of every word typed, cut as the documents were. Documents hold no positions (a
         # tsvector is capped at 1 MB), so mia_li_3668 matches its three words anywhere rather than only in a row.
         query = " & ".join(f"'{t}'" for t in sorted(terms(" ".join(typed))))
-        if not query:
-            return qs
+        if not query:  # words with no letter or digit in them (underscores): nothing holds them, as on SQLite
+            return qs.none()
         sql = f"SELECT trajectory_id FROM {TABLE} WHERE document @@ %s::tsquery"
         if not _common_on_postgres(query):
             # A rare word: OFFSET 0 keeps the planner from folding the subquery into an id-ordered

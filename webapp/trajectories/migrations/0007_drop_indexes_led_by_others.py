@@ -5,7 +5,7 @@ project, newest first, by walking the single-column index in id order; with only
 matches, 0.5 s for a common word at 100,000 trajectories.)
 
 The model says db_index=False; the table is changed by DROP INDEX on both backends (an AlterField would make SQLite
-copy the whole message table, and leave PostgreSQL's index in place)."""
+copy the whole message table)."""
 
 import django.db.models.deletion
 from django.db import migrations, models

@@ -1,5 +1,6 @@
-"""Trajectories out of the database, streamed in constant memory: as plain dicts (``records.to_dict`` form) for the
-exports and snapshot builds, or as records; and the project export in our lossless JSONL or tau-bench JSON.
+"""Trajectories out of the database, streamed in bounded memory (a few chunks at a time): as plain dicts
+(``records.to_dict`` form) for the exports and snapshot builds, or as records; and the project export in our
+lossless JSONL or tau-bench JSON.
 
 A chunk of CHUNK trajectories costs three queries (their rows, the tasks not met yet, their messages), read with a
 plain cursor: no model instance, JSON decoded once per value (a task's once however many episodes it has; the empty
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import json
 import json.scanner
-import os
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -34,11 +34,16 @@ _scan = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner json.load
 
 
 def _decoded(text):
-    """A stored JSON value (text on both databases): written compactly enough to start at its first character."""
+    """A stored JSON value (text on both databases, which Django and jsonb write starting at its first character)."""
     if text is None:
         return None
     empty = _EMPTY.get(text)
-    return empty() if empty is not None else _scan(text, 0)[0]
+    if empty is not None:
+        return empty()
+    try:
+        return _scan(text, 0)[0]
+    except StopIteration:  # text that starts with white space: written by hand
+        return json.loads(text)
 
 
 def _select(model: type[Model], columns: tuple[str, ...], key: str, values: Iterable[int]) -> list:
@@ -111,7 +116,7 @@ def iter_records(trajectories: QuerySet[Trajectory]) -> Iterator[TrajectoryRecor
 
 
 def processes() -> int:
-    return max(1, int(getattr(settings, "NLAC_EXPORT_PROCESSES", 0) or min(4, os.cpu_count() or 1)))
+    return forked.processes(getattr(settings, "NLAC_EXPORT_PROCESSES", 0))
 
 
 def do_export(trajectories: QuerySet[Trajectory], out: IO[str], fmt: str = "nlac-jsonl",
@@ -130,6 +135,8 @@ def do_export(trajectories: QuerySet[Trajectory], out: IO[str], fmt: str = "nlac
     write = _writer(out)
     total = 0
     for count, data in (_parts_in_parallel(trajectories, fmt, n) if parallel else _parts(trajectories, fmt)):
+        if not count:
+            continue  # a chunk whose rows were deleted while the export ran
         if total and fmt == "tau-bench":
             write(b",")
         write(data)
@@ -166,14 +173,18 @@ def _parts(trajectories: QuerySet[Trajectory], fmt: str) -> Iterator[tuple[int, 
 
 
 def _parts_in_parallel(trajectories: QuerySet[Trajectory], fmt: str, n: int) -> Iterator[tuple[int, bytes]]:
-    """Chunk ``i`` made by worker ``i mod n``; every worker walks the chunks' ids (one cheap query a chunk)."""
+    """Chunk ``i`` made by worker ``i mod n``. The chunks' bounds are read once, here, before the workers start, so
+    that every worker cuts the same chunks whatever is added meanwhile (ids only grow: a trajectory added during the
+    export is past the last bound, as it is for one process)."""
+    bounds = [(ids[0], ids[-1]) for ids in _chunks(trajectories)]  # two ids a chunk: memory of the order of n/CHUNK
+
     def worker(k: int, n: int, send: forked.Send) -> None:
         tasks: dict[int, tuple] = {}
-        for i, ids in enumerate(_chunks(trajectories)):
-            if i % n == k:
-                send(_text(fmt, _plain_chunk(ids, tasks)))
+        for low, high in bounds[k::n]:
+            ids = list(trajectories.filter(id__gte=low, id__lte=high).order_by("id").values_list("id", flat=True))
+            send(_text(fmt, _plain_chunk(ids, tasks)))
 
-    return forked.in_order(n, worker)
+    return forked.in_order(n, worker, ahead=2)
 
 
 def do_export_jsonl(trajectories: QuerySet[Trajectory], out: IO[str]) -> int:

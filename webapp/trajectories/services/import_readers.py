@@ -4,16 +4,16 @@
 A big file of a format that takes shards (``nlac_core.formats.sharded``) is read by ``NLAC_IMPORT_PROCESSES``
 reader processes at once (by default the machine's cores, at most 4; ``webapp.forked``): blocks of BLOCK items are
 dealt round robin (``base.Shard``); a reader decodes the whole file's JSON but parses only its blocks, and sends each
-block's prepared items back, pickled. The writer takes them in the file's order, so ids, record indexes and the
-first error met are the same as when one process reads; a reader that meets bad input sends the items before it
-and the error (the FormatError's place and message) in that block's turn. Memory stays flat: a reader runs at
-most a few dozen blocks ahead. Small files, and formats read as a whole, are read in the writer's process.
+block's prepared items back, pickled. The writer takes them in the file's order, so ids and record indexes are those
+of one process. A reader that meets bad input sends the items of its block before it and the error, and stops; the
+writer, on reaching it, reads the file again in order to the first bad place, so the error is the one a single
+process reports (an import that fails is rolled back whole). Memory stays flat: a reader runs at most AHEAD blocks
+ahead. Small files, and formats read as a whole, are read in the writer's process.
 """
 
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +30,7 @@ from webapp.trajectories.models import Message, Trajectory
 TRAJECTORIES = bulk.Table(Trajectory, convert.TRAJECTORY_COLUMNS)
 MESSAGES = bulk.Table(Message, convert.MESSAGE_COLUMNS)
 BLOCK = 16  # items dealt to a reader at a time, sent together
+AHEAD = 8  # blocks of each reader held before the writer asks for them (memory: readers x AHEAD x BLOCK items)
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting readers costs more than it saves
 # What a reader may meet in bad input besides a FormatError: the import fails the file with it, as in one process.
 BAD_INPUT = (ValueError, OverflowError, RecursionError, UnicodeError)
@@ -78,36 +79,46 @@ def prepare(item: Item, *, legacy: bool, source_format: str, imported_from: str)
 
 
 def processes() -> int:
-    return max(1, int(getattr(settings, "NLAC_IMPORT_PROCESSES", 0) or min(4, os.cpu_count() or 1)))
+    return forked.processes(getattr(settings, "NLAC_IMPORT_PROCESSES", 0))
+
+
+def _checked(item: Prepared, path: Path) -> Prepared:
+    if item.too_long is not None:
+        field, limit = item.too_long
+        raise FormatError(path, item.where, f"longer than {limit} characters", field)
+    return item
 
 
 def prepared_items(path: Path, fmt: str, source_model: str, *, legacy: bool, imported_from: str,
                    n: int | None = None) -> Iterator[Prepared]:
-    """The file's items in order, prepared; by ``n`` reader processes when the file is big enough to gain."""
+    """The file's items in order, prepared; by ``n`` reader processes when the file is big enough to gain. Bad input
+    raises a FormatError (a value too long for its column included) naming the first bad place in the file."""
     n = processes() if n is None else n
     options = {"legacy": legacy, "source_format": fmt, "imported_from": imported_from}
     if n < 2 or not forked.available() or not sharded(fmt) or path.stat().st_size < PARALLEL_MIN_BYTES:
         for item in read(path, fmt, source_model=source_model):
-            yield prepare(item, **options)
+            yield _checked(prepare(item, **options), path)
         return
 
     def reader(k: int, n: int, send: forked.Send) -> None:
         _read_blocks(path, fmt, source_model, options, Shard(k, n, BLOCK), send)
 
-    for items, error in forked.in_order(n, reader):
+    for items, error in forked.in_order(n, reader, ahead=AHEAD):
+        for item in items:
+            yield _checked(item, path)
         if error is not None:
             # Which error one process would have met first depends on blocks other readers may not have reached:
             # read the file again here, in order, to it (a failed import is rolled back whatever was written).
             for item in read(path, fmt, source_model=source_model):
-                prepare(item, **options)
+                _checked(prepare(item, **options), path)
             kind, payload = error
             raise FormatError(*payload) if kind == "format" else ReaderFailed(*payload)
-        yield from items
 
 
 def _read_blocks(path: Path, fmt: str, source_model: str, options: dict, shard: Shard, send: forked.Send) -> None:
-    """One reader: sends ``(items, None)`` per block of its shard; at bad input, ``(None, error)``, the error as
-    ``("format", FormatError's arguments)`` or ``("failed", (kind, message))``, and stops."""
+    """One reader: sends ``(items, None)`` per block of its shard; at bad input, the items of its block read before
+    it and the error, ``(items, ("format", FormatError's arguments))`` or ``(items, ("failed", (kind, message)))``,
+    and stops."""
     gc.disable()  # as in the writer (imports._no_cycle_collector): parsing makes no cycles
     items: list[Prepared] = []
     block = None
@@ -119,10 +130,10 @@ def _read_blocks(path: Path, fmt: str, source_model: str, options: dict, shard: 
             block = shard.block_of_last()
             items.append(prepare(item, **options))
     except FormatError as exc:
-        send((None, ("format", (exc.path, exc.where, exc.message, exc.field))))
+        send((items, ("format", (exc.path, exc.where, exc.message, exc.field))))
         return
     except BAD_INPUT as exc:
-        send((None, ("failed", (type(exc).__name__, str(exc)))))
+        send((items, ("failed", (type(exc).__name__, str(exc)))))
         return
     if items:
         send((items, None))

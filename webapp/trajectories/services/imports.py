@@ -135,7 +135,7 @@ class _Writer:
                    .values_list("content_hash", "id"))
         self.batch.n_messages += MESSAGES.load(((ids[item.content_hash], *row[1:]) for item in fresh
                                                 for row in item.messages), json_as_text=True)
-        search.index(((ids[item.content_hash], item.document) for item in fresh), new=True)
+        search.index((ids[item.content_hash], item.document) for item in fresh)
         self.batch.n_added += len(fresh)
         gc.collect(0)  # the cycles a batch's queries leave (see _no_cycle_collector)
 
@@ -191,8 +191,6 @@ def do_import_file(
                 if item.content_hash is None:  # a task of the file
                     writer.task_ids([item])
                     continue
-                if item.too_long is not None:
-                    raise FormatError(path, item.where, f"longer than {item.too_long[1]} characters", item.too_long[0])
                 writer.add(item)
                 if on_progress is not None:
                     on_progress(1)
