@@ -184,7 +184,7 @@ def _parts_in_parallel(trajectories: QuerySet[Trajectory], fmt: str, n: int) -> 
             ids = list(trajectories.filter(id__gte=low, id__lte=high).order_by("id").values_list("id", flat=True))
             send(_text(fmt, _plain_chunk(ids, tasks)))
 
-    return forked.in_order(n, worker, ahead=2)
+    return forked.in_order(n, worker, ahead=4)  # memory: up to 4 encoded chunks of each worker, held here
 
 
 def do_export_jsonl(trajectories: QuerySet[Trajectory], out: IO[str]) -> int:
