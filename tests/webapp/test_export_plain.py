@@ -80,3 +80,20 @@ def test_it_writes_the_same_file_with_several_processes(project, tmp_path, monke
     exports.do_export(project.trajectories.all(), text, fmt, n=2)
     assert text.getvalue().encode() == files[1].read_bytes()
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before  # no worker left
+
+
+def test_it_reads_json_text_written_by_hand(project):
+    """A chunk's JSON values are decoded by one json.loads of their list: values not written by Django (white space
+    around them, keys in another order) still read as themselves; text that is not one JSON value cannot be stored
+    (a CHECK on SQLite, jsonb on PostgreSQL), which is what makes their list one JSON value."""
+    from django.db import DatabaseError, connection, transaction
+
+    first = project.trajectories.order_by("id").first()
+    update = "UPDATE trajectories_message SET meta = %s WHERE trajectory_id = %s AND position = 0"
+    with connection.cursor() as cur:
+        cur.execute(update, ['  {"b": [1, 2], "a": null}\n', first.pk])
+    plain = dict(exports.iter_plain(project.trajectories.filter(pk=first.pk)))
+    assert plain[first.pk]["messages"][0]["meta"] == {"a": None, "b": [1, 2]}
+    assert plain[first.pk]["messages"][1]["meta"] == {}
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cur:
+        cur.execute(update, ["1, 2", first.pk])

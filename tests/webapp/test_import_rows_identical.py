@@ -109,3 +109,45 @@ def test_it_hashes_the_same_plain_form(path):
             if not expected["source_model_from_file_name"]:
                 del expected["source_model_from_file_name"]
             assert to_dict(item.record) == expected
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="compression is PostgreSQL's")
+def test_it_compresses_a_policy_with_lz4_on_postgres():
+    """Migration 0009: a run's policy, long enough to be compressed, is compressed with LZ4 (not pglz) in the
+    trajectory's row and in its system message, and reads back whole."""
+    imported = do_import_file(TAU_GPT4O, do_get_or_create_project("lz4"))
+    assert imported.ok
+    with connection.cursor() as cur:
+        cur.execute("SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression'")
+        if "lz4" not in (cur.fetchone()[0] or []):
+            pytest.skip("this PostgreSQL was built without LZ4")
+        cur.execute("SELECT pg_column_compression(t.policy), pg_column_compression(m.content), "
+                    "length(t.policy), t.policy = m.content FROM trajectories_trajectory t "
+                    "JOIN trajectories_message m ON m.trajectory_id = t.id AND m.role = 'system' "
+                    "WHERE t.project_id = %s", [imported.batch.project_id])
+        stored = cur.fetchall()
+    assert stored and all(row == ("lz4", "lz4", row[2], True) and row[2] > 2000 for row in stored)
+
+
+def test_it_checks_foreign_keys_as_rows_are_written_then_defers_them_again():
+    """bulk.checked_as_written: inside it (an import), a message naming no trajectory is refused by its own statement
+    on PostgreSQL (not at a commit the import holds up); after it, Django's deferral is back. SQLite: unchanged."""
+    from django.db import IntegrityError, transaction
+
+    from webapp import bulk
+
+    def orphan():
+        with connection.cursor() as cur:
+            cur.execute("INSERT INTO trajectories_message (trajectory_id, position, role, content, tool_calls, "
+                        "tool_call_id, name, requestor, turn_idx, step_index, meta) "
+                        "VALUES (987654321, 0, 'user', 'x', '[]', NULL, NULL, NULL, NULL, NULL, '{}')")
+
+    with transaction.atomic():
+        with bulk.checked_as_written(Task, Trajectory, Message):
+            if connection.vendor == "postgresql":
+                with pytest.raises(IntegrityError), transaction.atomic():
+                    orphan()
+        with transaction.atomic():
+            sid = transaction.savepoint()
+            orphan()  # deferred: taken now, refused at commit
+            transaction.savepoint_rollback(sid)

@@ -84,7 +84,7 @@ def indexed(record: TrajectoryRecord) -> str:
     if connection.vendor != "postgresql":
         return text
     words = terms(text)
-    return "'" + "' '".join(sorted(words)) + "'" if words else ""
+    return "'" + "' '".join(words) + "'" if words else ""  # in any order: PostgreSQL sorts a tsvector's words
 
 
 def document(record: TrajectoryRecord) -> str:
@@ -102,20 +102,27 @@ def document(record: TrajectoryRecord) -> str:
     return "\n".join(parts)[:MAX_DOCUMENT_CHARS]
 
 
-def index(rows: Iterable[tuple[int, str]]) -> None:
-    """Add (trajectory id, ``indexed(record)``) pairs to the index, in the caller's transaction (on PostgreSQL one
-    statement for them all, replacing a document an id already had)."""
+def index(rows: Iterable[tuple[int, str]], *, replace: bool = False) -> None:
+    """Add (trajectory id, ``indexed(record)``) pairs to the index, in the caller's transaction. On PostgreSQL the
+    documents of new trajectories (an import's) are loaded by COPY; ``replace`` (a rebuild) upserts them in one
+    statement instead, replacing a document an id already had. (A deleted trajectory's document may stay until the
+    next ``prune``, but its id is never given again: a new trajectory has none.)"""
     rows = list(rows)
     if not rows:
         return
     with connection.cursor() as cur:
         if connection.vendor != "postgresql":
             cur.executemany(f"INSERT INTO {TABLE} (rowid, body) VALUES (%s, %s)", rows)
-            return
-        cur.execute(f"INSERT INTO {TABLE} (trajectory_id, document) "
-                    "SELECT * FROM unnest(%s::bigint[], %s::text[]::tsvector[]) "
-                    "ON CONFLICT (trajectory_id) DO UPDATE SET document = EXCLUDED.document",
-                    [[tid for tid, _ in rows], [doc for _, doc in rows]])
+        elif not replace:
+            with connection.wrap_database_errors, \
+                    cur.cursor.copy(f"COPY {TABLE} (trajectory_id, document) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cur.execute(f"INSERT INTO {TABLE} (trajectory_id, document) "
+                        "SELECT * FROM unnest(%s::bigint[], %s::text[]::tsvector[]) "
+                        "ON CONFLICT (trajectory_id) DO UPDATE SET document = EXCLUDED.document",
+                        [[tid for tid, _ in rows], [doc for _, doc in rows]])
 
 
 def reindex(trajectory_model, message_model, chunk: int = 500) -> int:
@@ -132,8 +139,8 @@ def reindex(trajectory_model, message_model, chunk: int = 500) -> int:
         by_trajectory: dict[int, list] = {pk: [] for pk, _ in rows}
         for m in message_model.objects.filter(trajectory_id__in=by_trajectory).order_by("trajectory_id", "position"):
             by_trajectory[m.trajectory_id].append(message_record(m))
-        index((pk, indexed(TrajectoryRecord(task=TaskRecord(external_id=""), messages=tuple(by_trajectory[pk]),
-                                            error=error))) for pk, error in rows)
+        index(((pk, indexed(TrajectoryRecord(task=TaskRecord(external_id=""), messages=tuple(by_trajectory[pk]),
+                                             error=error))) for pk, error in rows), replace=True)
         n += len(rows)
         last = rows[-1][0]
 

@@ -3,13 +3,12 @@
 lossless JSONL or tau-bench JSON.
 
 A chunk of CHUNK trajectories costs three queries (their rows, the tasks not met yet, their messages), read with a
-plain cursor: no model instance, JSON decoded once per value (a task's once however many episodes it has; the empty
-``[]`` and ``{}`` that most messages hold not even that)."""
+plain cursor: no model instance, JSON decoded once per value (a task's once however many episodes it has), a query's
+values by one ``json.loads``."""
 
 from __future__ import annotations
 
 import json
-import json.scanner
 from collections.abc import Iterable, Iterator
 from typing import IO
 
@@ -27,23 +26,18 @@ CHUNK = 500
 PARALLEL_MIN = 2 * CHUNK  # below this, starting workers costs more than it saves
 TASKS_KEPT = 5000  # decoded tasks kept between chunks; past that they are read again (memory stays flat)
 FORMATS = ("nlac-jsonl", "tau-bench")
-_EMPTY = {"[]": list, "{}": dict}
 
 
-_scan = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner json.loads runs, minus its checks
-
-
-def _decoded(text):
-    """A stored JSON value (text on both databases, which Django and jsonb write starting at its first character)."""
-    if text is None:
-        return None
-    empty = _EMPTY.get(text)
-    if empty is not None:
-        return empty()
-    try:
-        return _scan(text, 0)[0]
-    except StopIteration:  # text that starts with white space: written by hand
-        return json.loads(text)
+def _decoded(texts: list) -> list:
+    """The stored JSON values (text on both databases; NULL is None), decoded: all of them by one ``json.loads`` of
+    their list, rather than one call each (most messages hold an empty ``[]`` and ``{}``; half a million calls were a
+    fifth of an export). Both databases hold each as one valid JSON value (SQLite by a CHECK, PostgreSQL's jsonb by
+    its type), so their list is one too."""
+    if None in texts:
+        texts = ["null" if text is None else text for text in texts]
+    values = json.loads("[" + ",".join(texts) + "]")
+    assert len(values) == len(texts)
+    return values
 
 
 def _select(model: type[Model], columns: tuple[str, ...], key: str, values: Iterable[int]) -> list:
@@ -61,15 +55,14 @@ def _select(model: type[Model], columns: tuple[str, ...], key: str, values: Iter
     with connection.cursor() as cur:
         cur.execute(sql, values)
         rows = cur.fetchall()
-    if at:
-        decoded = []
-        for row in rows:
-            row = list(row)
-            for i in at:
-                row[i] = _decoded(row[i])
-            decoded.append(row)
-        rows = decoded
-    return rows
+    if not at or not rows:
+        return rows
+    # column by column: the JSON columns' texts decoded together, the rows made again from the columns (in C)
+    by_column = list(zip(*rows, strict=True))
+    decoded = _decoded([text for i in at for text in by_column[i]])
+    for k, i in enumerate(at):
+        by_column[i] = decoded[k * len(rows):(k + 1) * len(rows)]
+    return list(zip(*by_column, strict=True))
 
 
 def _chunks(trajectories: QuerySet[Trajectory]) -> Iterator[list[int]]:

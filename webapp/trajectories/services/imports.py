@@ -25,7 +25,7 @@ from nlac_core.formats import FormatError, Item, detect
 from nlac_core.records import TrajectoryRecord
 from webapp import bulk
 from webapp.trajectories import convert, search
-from webapp.trajectories.models import ImportBatch, Project, Task, Trajectory
+from webapp.trajectories.models import ImportBatch, Message, Project, Task, Trajectory
 from webapp.trajectories.services.import_readers import (
     MESSAGES,
     TRAJECTORIES,
@@ -38,6 +38,7 @@ from webapp.trajectories.services.projects import do_refresh_summary
 
 TRAJECTORY_BATCH = 500  # records read, then written together (their messages in one bulk load)
 TASKS = bulk.Table(Task, convert.TASK_COLUMNS)
+WRITTEN = (Task, Trajectory, Message)  # the tables an import loads, in this order
 
 
 @dataclass
@@ -133,8 +134,13 @@ class _Writer:
                            for item, task in zip(fresh, tasks, strict=True)), json_as_text=True)
         ids = dict(Trajectory.objects.filter(project=self.project, content_hash__in=[i.content_hash for i in fresh])
                    .values_list("content_hash", "id"))
-        self.batch.n_messages += MESSAGES.load(((ids[item.content_hash], *row[1:]) for item in fresh
-                                                for row in item.messages), json_as_text=True)
+        messages = []
+        for item in fresh:
+            trajectory_id = ids[item.content_hash]
+            for row in item.messages:  # the reader's rows, trajectory id 0: filled in where they are
+                row[0] = trajectory_id
+            messages += item.messages
+        self.batch.n_messages += MESSAGES.load(messages, json_as_text=True)
         search.index((ids[item.content_hash], item.document) for item in fresh)
         self.batch.n_added += len(fresh)
         gc.collect(0)  # the cycles a batch's queries leave (see _no_cycle_collector)
@@ -179,7 +185,7 @@ def do_import_file(
     where = ""
     try:
         batch.format = fmt or detect(path)
-        with _no_cycle_collector(), transaction.atomic():
+        with _no_cycle_collector(), transaction.atomic(), bulk.checked_as_written(*WRITTEN):
             batch.status = ImportBatch.SUCCEEDED
             batch.requested_format = fmt or ""
             batch.source_model = source_model
@@ -231,7 +237,7 @@ def do_store_records(project: Project, records: list[TrajectoryRecord], display_
         if overflow is not None:
             raise ValueError(f"{display_name}: {record.external_id}: {overflow[0]} is longer than {overflow[1]} "
                              "characters")
-    with transaction.atomic():
+    with transaction.atomic(), bulk.checked_as_written(*WRITTEN):
         batch.save()
         writer = _Writer(project, batch)
         legacy = writer.legacy()

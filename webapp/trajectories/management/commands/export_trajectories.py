@@ -10,6 +10,9 @@ from webapp.trajectories.services.exports import FORMATS, do_export
 
 
 class Command(BaseCommand):
+    # Django's system checks import every view and the API's schemas to check the URLconf (0.3 s of each run) and
+    # check nothing a data command relies on; `manage.py check`, `migrate` and the servers run them.
+    requires_system_checks = []
     help = ("Export a project's trajectories as NLAC Studio's lossless JSONL (re-importable) or a tau-bench results "
             "JSON array ('-' writes to stdout), streamed from the database.")
 

@@ -11,6 +11,9 @@ from webapp.trajectories.services.projects import do_get_or_create_project
 
 
 class Command(BaseCommand):
+    # Django's system checks import every view and the API's schemas to check the URLconf (0.3 s of each run) and
+    # check nothing a data command relies on; `manage.py check`, `migrate` and the servers run them.
+    requires_system_checks = []
     help = "Import trajectory files (format auto-detected). Each file is atomic; re-imports add nothing."
 
     def add_arguments(self, parser):
