@@ -9,7 +9,7 @@ until the worker whose turn it is has no more: so work that deals out blocks the
 A worker starts at once (forked, with everything imported), never returns into the caller's code, and leaves with
 ``os._exit``: the parent's database connections, inherited, are set aside and never closed by the child (closing
 one would end the parent's session); a worker that needs the database opens its own. A prefetch thread per worker
-holds up to ``ahead`` parts, so workers go on while the parent is busy; memory is that many parts per worker. A
+holds up to ``ahead`` bytes of its parts, so workers go on while the parent is busy; memory is that per worker. A
 worker that raises is a bug, not bad input (bad input is the work's to report, as a part): the parent raises
 WorkerFailed, as it does for a worker that dies (killed, out of memory) or sends nothing for SILENCE_S seconds.
 Workers are killed and reaped however the parent stops reading.
@@ -21,6 +21,7 @@ the parent's; the silence timeout bounds the wait should that ever be wrong.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import pickle
@@ -51,7 +52,7 @@ def processes(setting: int) -> int:
     return max(1, setting or min(4, os.cpu_count() or 1))
 
 
-def in_order(n: int, work: Callable[[int, int, Send], None], ahead: int = 8) -> Iterator[Any]:
+def in_order(n: int, work: Callable[[int, int, Send], None], ahead: int = 32 << 20) -> Iterator[Any]:
     workers: list[tuple[int, Any]] = []  # (pid, the pipe's read end)
     try:
         for k in range(n):
@@ -107,12 +108,17 @@ def _write(out, message: tuple[str, Any]) -> None:
 
 class _Prefetch(threading.Thread):
     """Reads one worker's parts off its pipe as they come (the read waits outside the GIL; unpickling is the
-    caller's), up to ``ahead`` before they are asked for; None once the pipe ends, whole or not."""
+    caller's), holding up to ``ahead`` bytes of them before they are asked for (a part bigger than that alone); None
+    once the pipe ends, whole or not. Bytes, not parts: a worker can then run well ahead of a caller that stops to
+    write (a batch of 500 trajectories), however big or small its parts."""
 
     def __init__(self, pipe, ahead: int):
         super().__init__(daemon=True)
         self.pipe = pipe
-        self.parts: queue.Queue[bytes | None] = queue.Queue(maxsize=ahead)
+        self.ahead = ahead
+        self.parts: collections.deque[bytes | None] = collections.deque()
+        self.held = 0  # bytes in parts
+        self.changed = threading.Condition()
         self.stopping = False
 
     def run(self) -> None:
@@ -133,13 +139,26 @@ class _Prefetch(threading.Thread):
 
     def _put(self, data: bytes | None) -> bool:
         """Waits for room however long the caller takes; False once the caller has stopped."""
-        while not self.stopping:
-            try:
-                self.parts.put(data, timeout=0.5)
-                return True
-            except queue.Full:
-                continue
-        return False
+        size = len(data) if data is not None else 0
+        with self.changed:
+            while self.parts and self.held + size > self.ahead:
+                if self.stopping:
+                    return False
+                self.changed.wait(0.5)
+            self.parts.append(data)
+            self.held += size
+            self.changed.notify_all()
+        return True
+
+    def get(self, timeout: float) -> bytes | None:
+        """The next part; queue.Empty after ``timeout`` seconds without one."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.parts, timeout):
+                raise queue.Empty
+            data = self.parts.popleft()
+            self.held -= len(data) if data is not None else 0
+            self.changed.notify_all()
+            return data
 
 
 def _merged(workers: list[tuple[int, Any]], ahead: int) -> Iterator[Any]:
@@ -150,7 +169,7 @@ def _merged(workers: list[tuple[int, Any]], ahead: int) -> Iterator[Any]:
     try:
         while True:
             try:
-                data = fetchers[k].parts.get(timeout=SILENCE_S)
+                data = fetchers[k].get(timeout=SILENCE_S)
             except queue.Empty:
                 raise WorkerFailed(f"worker {k} (pid {workers[k][0]}) sent nothing for {SILENCE_S:.0f} s") from None
             if data is None:

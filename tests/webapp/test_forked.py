@@ -65,3 +65,20 @@ def test_it_leaves_no_worker_when_the_caller_stops_early():
     parts = forked.in_order(3, endless, ahead=2)
     assert [next(parts) for _ in range(6)] == [0, 1, 2, 0, 1, 2]
     parts.close()  # the autouse fixture checks that the three are gone
+
+
+def test_it_lets_a_worker_run_ahead_by_bytes_and_no_further(tmp_path):
+    """A caller that stops (to write a batch) finds up to ``ahead`` bytes of each worker's parts waiting, and the
+    worker held back past that: parts of 100 kB, 1 MB ahead, so about ten (and one on its way in the pipe)."""
+    sent = tmp_path / "sent"
+
+    def work(k, n, send):
+        for i in range(100):
+            send(b"x" * 100_000)
+            sent.write_text(str(i + 1))
+
+    parts = forked.in_order(1, work, ahead=1_000_000)
+    next(parts)
+    time.sleep(1.5)
+    assert 9 <= int(sent.read_text()) <= 14
+    assert sum(1 for _ in parts) == 99

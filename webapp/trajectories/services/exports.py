@@ -24,6 +24,7 @@ from webapp.trajectories.models import Message, Task, Trajectory
 
 CHUNK = 500
 PARALLEL_MIN = 2 * CHUNK  # below this, starting workers costs more than it saves
+AHEAD = 48 << 20  # bytes of each export worker's encoded chunks held here (about 4 chunks of tau-bench episodes)
 TASKS_KEPT = 5000  # decoded tasks kept between chunks; past that they are read again (memory stays flat)
 FORMATS = ("nlac-jsonl", "tau-bench")
 
@@ -177,7 +178,7 @@ def _parts_in_parallel(trajectories: QuerySet[Trajectory], fmt: str, n: int) -> 
             ids = list(trajectories.filter(id__gte=low, id__lte=high).order_by("id").values_list("id", flat=True))
             send(_text(fmt, _plain_chunk(ids, tasks)))
 
-    return forked.in_order(n, worker, ahead=4)  # memory: up to 4 encoded chunks of each worker, held here
+    return forked.in_order(n, worker, ahead=AHEAD)
 
 
 def do_export_jsonl(trajectories: QuerySet[Trajectory], out: IO[str]) -> int:

@@ -7,7 +7,7 @@ dealt round robin (``base.Shard``); a reader decodes the whole file's JSON but p
 block's prepared items back, pickled. The writer takes them in the file's order, so ids and record indexes are those
 of one process. A reader that meets bad input sends the items of its block before it and the error, and stops; the
 writer, on reaching it, reads the file again in order to the first bad place, so the error is the one a single
-process reports (an import that fails is rolled back whole). Memory stays flat: a reader runs at most AHEAD blocks
+process reports (an import that fails is rolled back whole). Memory stays flat: a reader runs at most AHEAD bytes
 ahead. Small files, and formats read as a whole, are read in the writer's process.
 """
 
@@ -30,7 +30,9 @@ from webapp.trajectories.models import Message, Trajectory
 TRAJECTORIES = bulk.Table(Trajectory, convert.TRAJECTORY_COLUMNS)
 MESSAGES = bulk.Table(Message, convert.MESSAGE_COLUMNS)
 BLOCK = 16  # items dealt to a reader at a time, sent together
-AHEAD = 8  # blocks of each reader held before the writer asks for them (memory: readers x AHEAD x BLOCK items)
+# Bytes of each reader's blocks (pickled) held before the writer asks for them: about 1,500 tau-bench episodes, so that
+# the readers go on while the writer stops to write a batch (memory: readers x AHEAD).
+AHEAD = 32 << 20
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting readers costs more than it saves
 # What a reader may meet in bad input besides a FormatError: the import fails the file with it, as in one process.
 BAD_INPUT = (ValueError, OverflowError, RecursionError, UnicodeError)
