@@ -63,14 +63,7 @@ class Table:
         if not json_as_text and self._json:
             rows = self.json_text(rows)
         if connection.vendor == "postgresql":
-            n = 0
-            quoted = ", ".join(connection.ops.quote_name(c) for c in self.columns)
-            sql = f"COPY {connection.ops.quote_name(self.name)} ({quoted}) FROM STDIN"
-            with connection.cursor() as cur, cur.cursor.copy(sql) as copy:
-                for row in rows:
-                    copy.write_row(row)
-                    n += 1
-            return n
+            return copy_rows(self.name, self.columns, rows)
         if connection.vendor != "sqlite":
             raise NotImplementedError(f"bulk loading into {connection.vendor}")
         if self._datetimes:
@@ -89,6 +82,20 @@ class Table:
             for i in at:
                 row[i] = adapt(row[i])
             yield row
+
+
+def copy_rows(table: str, columns: Sequence[str], rows: Iterable[tuple | list]) -> int:
+    """``COPY table (columns) FROM STDIN`` of the rows, on PostgreSQL, in the caller's transaction; how many. Also for
+    a table that is not a model's (the search index). The driver's errors become Django's DatabaseError."""
+    n = 0
+    quoted = ", ".join(connection.ops.quote_name(c) for c in columns)
+    sql = f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN"
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.cursor() as cur, cur.cursor.copy(sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
+    return n
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from nlac_core.records import TaskRecord, TrajectoryRecord
+from webapp import bulk
 
 TABLE = "trajectory_search"
 MAX_DOCUMENT_CHARS = 500_000  # PostgreSQL caps a tsvector at 1 MB; the opening of an episode is what people search
@@ -110,14 +111,12 @@ def index(rows: Iterable[tuple[int, str]], *, replace: bool = False) -> None:
     rows = list(rows)
     if not rows:
         return
+    if connection.vendor == "postgresql" and not replace:
+        bulk.copy_rows(TABLE, ("trajectory_id", "document"), rows)
+        return
     with connection.cursor() as cur:
         if connection.vendor != "postgresql":
             cur.executemany(f"INSERT INTO {TABLE} (rowid, body) VALUES (%s, %s)", rows)
-        elif not replace:
-            with connection.wrap_database_errors, \
-                    cur.cursor.copy(f"COPY {TABLE} (trajectory_id, document) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
         else:
             cur.execute(f"INSERT INTO {TABLE} (trajectory_id, document) "
                         "SELECT * FROM unnest(%s::bigint[], %s::text[]::tsvector[]) "
